@@ -1,0 +1,41 @@
+# etl-craft developer targets. `make help` lists them.
+PYTHON ?= python3
+STAMP := .make/install.stamp
+
+.PHONY: help install demo test test-sql test-py lint verify snapshot bench
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+install: $(STAMP) ## Install etl-craft (editable), its test tools, pgTAP and pg_prove
+
+$(STAMP): pyproject.toml scripts/install-system-deps.sh
+	scripts/install-system-deps.sh
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@mkdir -p .make && touch $@
+
+demo: install ## A throwaway project on the embedded default (SQLite Engine DB, DuckDB warehouse)
+	scripts/demo.sh
+
+test: install test-sql test-py ## Everything CI runs: the pgTAP suites, then pytest
+
+test-sql: install ## pgTAP suites (tests/sql) with pg_prove against a fresh PostgreSQL database
+	$(PYTHON) tests/sql/run_pgtap.py
+
+test-py: install ## pytest (tests/py) on SQLite and PostgreSQL
+	$(PYTHON) -m pytest -q -p no:cacheprovider
+
+lint: install ## ruff and mypy
+	ruff check etlcraft tests scripts
+	mypy
+
+verify: install ## Fail when the rendered SQL differs from the checked-in snapshot (sql/rendered/)
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
+
+snapshot: install ## Re-render sql/rendered/ after a deliberate change to the SQL templates
+	ETLCRAFT_UPDATE_SNAPSHOT=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
+
+bench: install ## Run every benchmark in bench/ and print its figures
+	@set -e; found=0; for script in bench/*.py; do [ -e "$$script" ] || continue; found=1; \
+	  echo "== $$script"; $(PYTHON) "$$script"; done; \
+	  [ $$found = 1 ] || echo "bench/ has no benchmarks yet"

@@ -1,0 +1,3 @@
+from etlcraft.cli import main
+
+main()

@@ -1,0 +1,59 @@
+"""What every command shares: the project directory, the Engine DB it names, and the actor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
+from etlcraft.core.actor import Actor, resolve_actor
+from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
+
+
+@dataclass
+class CliContext:
+    project_dir: Path
+    engine_url: str | None
+    engine_schema: str | None
+    _db: EngineDB | None = field(default=None, repr=False)
+    _config: ProjectConfig | None = field(default=None, repr=False)
+
+    @classmethod
+    def create(cls, project: str, engine_url: str | None, engine_schema: str | None) -> CliContext:
+        return cls(Path(project).absolute(), engine_url, engine_schema)
+
+    @property
+    def has_project(self) -> bool:
+        return (self.project_dir / CONFIG_FILE).is_file()
+
+    def config(self) -> ProjectConfig:
+        if self._config is None:
+            self._config = load_config(self.project_dir)
+        return self._config
+
+    def actor(self) -> Actor:
+        return resolve_actor()
+
+    def engine_db(self) -> EngineDB:
+        """The Engine DB named by --engine-url, else by the project's craft-connector.yml."""
+        if self._db is None:
+            if self.engine_url:
+                self._db = EngineDB(self.engine_url, schema=self.engine_schema or DEFAULT_SCHEMA)
+            else:
+                config = self.config()
+                engine = config.engine
+                if engine.path is not None:
+                    engine.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = EngineDB(
+                    engine.url, schema=engine.schema or DEFAULT_SCHEMA, password=config.secret_value(engine)
+                )
+        return self._db
+
+    def sqlite_path(self) -> Path | None:
+        if self.engine_url:
+            return None
+        return self.config().engine.path if self.config().engine.dialect == "sqlite" else None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.dispose()

@@ -1,0 +1,37 @@
+"""etl-craft doctor: is the Engine DB reachable, current, and written by etl-craft alone?"""
+
+from __future__ import annotations
+
+import click
+
+from etlcraft.cli.context import CliContext
+from etlcraft.cli.output import document, emit, format_option
+from etlcraft.core.errors import error_specs
+from etlcraft.services.doctor import doctor
+
+
+@click.command("doctor")
+@format_option
+@click.pass_obj
+def command(ctx: CliContext, output_format: str) -> None:
+    """Check the Engine DB: the connection, the schema version, and (PostgreSQL) logins other than
+    etl-craft's that hold INSERT, UPDATE, DELETE or TRUNCATE on its tables, or (SQLite) a database file that
+    group or others can write. Exits non-zero when a check fails."""
+    report = doctor(ctx.engine_db(), ctx.sqlite_path())
+    doc = document("doctor", 1, {
+        "healthy": report.healthy,
+        "checks": [{"name": c.name, "status": c.status, "detail": c.detail, "remedy": c.remedy}
+                   for c in report.checks],
+    })
+
+    def text() -> str:
+        lines = []
+        for check in report.checks:
+            lines.append(f"{check.status:<4}  {check.name}: {check.detail}")
+            if check.remedy and check.status != "ok":
+                lines.append(f"      remedy: {check.remedy}")
+        return "\n".join(lines)
+
+    emit(output_format, doc, text)
+    if not report.healthy:
+        raise SystemExit(error_specs()["DOCTOR"].exit)

@@ -1,0 +1,117 @@
+"""etl-craft's exceptions, their Engine DB error codes and their CLI exit codes, all from sql/errors.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import ClassVar
+
+import yaml
+
+from etlcraft.paths import sql_dir
+
+
+@dataclass(frozen=True)
+class ErrorSpec:
+    name: str
+    code: str | None
+    exit: int
+    summary: str
+
+
+@cache
+def error_specs() -> dict[str, ErrorSpec]:
+    """sql/errors.yaml by error name."""
+    raw = yaml.safe_load((sql_dir() / "errors.yaml").read_text(encoding="utf-8"))
+    return {e["name"]: ErrorSpec(**e) for e in raw["errors"]}
+
+
+class EtlCraftError(Exception):
+    """Base of every error etl-craft reports; the message names the object, the value, what was expected and
+    the remedy."""
+
+    kind: ClassVar[str] = "GENERAL"
+
+    @property
+    def exit_code(self) -> int:
+        return error_specs()[self.kind].exit
+
+    @property
+    def code(self) -> str | None:
+        return error_specs()[self.kind].code
+
+
+class UsageError(EtlCraftError):
+    kind = "USAGE"
+
+
+class ConfigurationError(EtlCraftError):
+    kind = "CONFIGURATION"
+
+
+class EngineDbError(EtlCraftError):
+    kind = "ENGINE_DB"
+
+
+class MigrationError(EtlCraftError):
+    kind = "MIGRATION"
+
+
+class InjectedFaultError(EtlCraftError):
+    kind = "INJECTED_FAULT"
+
+
+class EngineRuleError(EtlCraftError):
+    """A change the Engine DB refused by one of its own rules (an error with an ECnnn code)."""
+
+
+class EngineOnlyWriteError(EngineRuleError):
+    kind = "ENGINE_ONLY_WRITE"
+
+
+class AppendOnlyError(EngineRuleError):
+    kind = "APPEND_ONLY"
+
+
+class StampColumnError(EngineRuleError):
+    kind = "STAMP_COLUMN"
+
+
+class IllegalTransitionError(EngineRuleError):
+    kind = "ILLEGAL_TRANSITION"
+
+
+class StaleTransitionError(EngineRuleError):
+    kind = "STALE_TRANSITION"
+
+
+class NotFoundError(EngineRuleError):
+    kind = "NOT_FOUND"
+
+
+class AmbiguousError(EngineRuleError):
+    kind = "AMBIGUOUS"
+
+
+class RefusedByPolicyError(EngineRuleError):
+    kind = "REFUSED_BY_POLICY"
+
+
+def _subclasses(cls: type[EtlCraftError]) -> list[type[EtlCraftError]]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
+
+
+def error_classes() -> dict[str, type[EtlCraftError]]:
+    """Every concrete error class by its kind (the name in sql/errors.yaml)."""
+    return {cls.kind: cls for cls in [EtlCraftError, *_subclasses(EtlCraftError)] if cls is not EngineRuleError}
+
+
+def class_for_code(code: str) -> type[EtlCraftError] | None:
+    """The exception class of an Engine DB error code such as EC020."""
+    by_code = {spec.code: spec.name for spec in error_specs().values() if spec.code}
+    name = by_code.get(code)
+    return error_classes()[name] if name else None

@@ -1,0 +1,123 @@
+"""Statuses, transitions and closed value sets, loaded from the one source of truth, sql/state_machine.yaml.
+
+The same file renders the ENG_TRANSITIONS table and the transition guard triggers, so the enums here cannot
+disagree with what the Engine DB enforces (tests/py/unit/test_state_machine_drift.py checks it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from typing import Any
+
+import yaml
+
+from etlcraft.paths import sql_dir
+
+
+@dataclass(frozen=True)
+class Entity:
+    """One row type with a STATUS column: its statuses and the changes between them."""
+
+    name: str
+    enum: str
+    table: str
+    key: str
+    statuses: tuple[str, ...]
+    terminal: tuple[str, ...]
+    transitions: tuple[tuple[str | None, str], ...]
+    summary: dict[str, str]
+
+    @property
+    def initial(self) -> tuple[str, ...]:
+        """The statuses a new row may be inserted with."""
+        return tuple(to for frm, to in self.transitions if frm is None)
+
+    @property
+    def changes(self) -> tuple[tuple[str, str], ...]:
+        """Every allowed (from, to) change of an existing row."""
+        return tuple((frm, to) for frm, to in self.transitions if frm is not None)
+
+    def allowed_from(self, status: str) -> tuple[str, ...]:
+        return tuple(to for frm, to in self.transitions if frm == status)
+
+    def is_allowed(self, frm: str | None, to: str) -> bool:
+        return (frm, to) in self.transitions
+
+
+@dataclass(frozen=True)
+class StateMachine:
+    entities: tuple[Entity, ...]
+    enums: dict[str, tuple[str, ...]]
+
+    def entity(self, name: str) -> Entity:
+        for entity in self.entities:
+            if entity.name == name:
+                return entity
+        raise KeyError(name)
+
+
+def _entity(name: str, spec: dict[str, Any]) -> Entity:
+    statuses = tuple(spec["statuses"])
+    transitions: list[tuple[str | None, str]] = []
+    for row in spec["transitions"]:
+        for to in row["to"]:
+            transitions.append((row["from"], to))
+    for frm, to in transitions:
+        if (frm is not None and frm not in statuses) or to not in statuses:
+            raise ValueError(f"state_machine.yaml: {name} transition {frm} -> {to} names an unknown status")
+    return Entity(
+        name=name,
+        enum=spec["enum"],
+        table=spec["table"],
+        key=spec["key"],
+        statuses=statuses,
+        terminal=tuple(spec["terminal"]),
+        transitions=tuple(transitions),
+        summary=dict(spec.get("summary", {})),
+    )
+
+
+@cache
+def state_machine() -> StateMachine:
+    """The parsed sql/state_machine.yaml (read once per process)."""
+    raw = yaml.safe_load((sql_dir() / "state_machine.yaml").read_text(encoding="utf-8"))
+    entities = tuple(_entity(name, spec) for name, spec in raw["entities"].items())
+    enums = {name: tuple(values) for name, values in raw["enums"].items()}
+    return StateMachine(entities=entities, enums=enums)
+
+
+def _member(value: str) -> str:
+    return value.upper().replace("-", "_")
+
+
+def _make_enum(name: str, values: tuple[str, ...]) -> type[StrEnum]:
+    return StrEnum(name, [(_member(v), v) for v in values])  # type: ignore[return-value]
+
+
+_SM = state_machine()
+
+RunStatus = _make_enum("RunStatus", _SM.entity("RUN").statuses)
+TaskRunStatus = _make_enum("TaskRunStatus", _SM.entity("TASK_RUN").statuses)
+AttemptStatus = _make_enum("AttemptStatus", _SM.entity("ATTEMPT").statuses)
+TriggerKind = _make_enum("TriggerKind", _SM.enums["TriggerKind"])
+ActorKind = _make_enum("ActorKind", _SM.enums["ActorKind"])
+GateResult = _make_enum("GateResult", _SM.enums["GateResult"])
+DependencyType = _make_enum("DependencyType", _SM.enums["DependencyType"])
+RunCondition = _make_enum("RunCondition", _SM.enums["RunCondition"])
+Handler = _make_enum("Handler", _SM.enums["Handler"])
+SqlAction = _make_enum("SqlAction", _SM.enums["SqlAction"])
+SlaStatus = _make_enum("SlaStatus", _SM.enums["SlaStatus"])
+OverlapPolicy = _make_enum("OverlapPolicy", _SM.enums["OverlapPolicy"])
+SlotKind = _make_enum("SlotKind", _SM.enums["SlotKind"])
+Intervention = _make_enum("Intervention", _SM.enums["Intervention"])
+MetadataOperation = _make_enum("MetadataOperation", _SM.enums["MetadataOperation"])
+ActionOutcome = _make_enum("ActionOutcome", _SM.enums["ActionOutcome"])
+OffsetType = _make_enum("OffsetType", _SM.enums["OffsetType"])
+
+#: Every enum above by the name state_machine.yaml gives it.
+ENUMS: dict[str, type[StrEnum]] = {
+    **{e.enum: globals()[e.enum] for e in _SM.entities},
+    **{name: globals()[name] for name in _SM.enums},
+}

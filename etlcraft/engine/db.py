@@ -1,0 +1,274 @@
+"""Connections to the Engine DB (PostgreSQL or SQLite), marked with the actor on every write.
+
+PostgreSQL: a write transaction starts with set_config('etl_craft.actor', ...,  true), which the guard triggers
+require. SQLite has no sessions: each connection registers etl_craft_actor(), etl_craft_actor_kind(),
+etl_craft_migration(), etl_craft_now() and etl_craft_note(), backed by per-connection state that write() fills
+for the length of one transaction. A connection from any other tool lacks those functions, so the guard
+triggers refuse its writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from etlcraft.core.actor import Actor, current_actor
+from etlcraft.core.errors import EngineDbError, EtlCraftError, class_for_code
+
+DEFAULT_SCHEMA = "etl_craft"
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_CODE_PREFIX = re.compile(r"^(EC\d{3}): ")
+_STATE_KEY = "etl_craft.state"
+_BEGIN_KEY = "etl_craft.begin"
+
+
+def format_timestamp(value: datetime) -> str:
+    """The Engine DB's text form of a time on SQLite: UTC, microseconds, offset (sorts as it compares)."""
+    return value.astimezone(UTC).isoformat(sep=" ", timespec="microseconds")
+
+
+@dataclass
+class Clock:
+    """The Engine DB's clock as etl-craft sees it; tests pin it to move time without sleeping."""
+
+    pinned: datetime | None = None
+
+    def now(self) -> datetime:
+        return self.pinned if self.pinned is not None else datetime.now(UTC)
+
+    def pin(self, value: datetime | None) -> None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("pin the clock with an aware datetime (tzinfo=UTC)")
+        self.pinned = value
+
+
+@dataclass
+class _SqliteState:
+    """What the functions registered on one SQLite connection answer during the current transaction."""
+
+    actor: str | None = None
+    kind: str | None = None
+    migration: str | None = None
+    now: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str | None) -> int:
+        self.notes.append(text or "")
+        return 1
+
+
+def _register_sqlite_functions(dbapi_conn: sqlite3.Connection, state: _SqliteState, clock: Clock) -> None:
+    dbapi_conn.create_function("etl_craft_actor", 0, lambda: state.actor)
+    dbapi_conn.create_function("etl_craft_actor_kind", 0, lambda: state.kind or "HUMAN")
+    dbapi_conn.create_function("etl_craft_migration", 0, lambda: state.migration)
+    dbapi_conn.create_function("etl_craft_now", 0, lambda: state.now or format_timestamp(clock.now()))
+    dbapi_conn.create_function("etl_craft_note", 1, state.note)
+
+
+def sqlite_script_statements(script: str) -> list[str]:
+    """Split a SQLite script into statements, keeping CREATE TRIGGER ... END; bodies whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip() and not all(
+                part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
+            ):
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip() and not all(p.strip().startswith("--") or not p.strip() for p in buffer.splitlines()):
+        statements.append(buffer.strip())
+    return statements
+
+
+class EngineDB:
+    """One Engine DB: its SQLAlchemy engine, dialect, schema and clock."""
+
+    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, password: str | None = None) -> None:
+        try:
+            parsed = make_url(url)
+        except ArgumentError as exc:
+            raise EngineDbError(
+                f"the Engine DB URL {url!r} is not a URL; expected postgresql://user@host:5432/db or sqlite:///path"
+            ) from exc
+        backend = parsed.get_backend_name()
+        if backend not in ("postgresql", "sqlite"):
+            raise EngineDbError(
+                f"the Engine DB URL names the database {backend!r}; etl-craft's Engine DB is PostgreSQL or SQLite"
+            )
+        if not _SCHEMA_NAME.match(schema):
+            raise EngineDbError(
+                f"the Engine DB schema {schema!r} is not a plain lower-case name; use letters, digits and _"
+            )
+        self.dialect = backend
+        self.schema = schema if backend == "postgresql" else ""
+        self.clock = Clock()
+        if password is not None:
+            parsed = parsed.set(password=password)
+        self.url = parsed
+        self.display_url = parsed.render_as_string(hide_password=True)
+        if backend == "postgresql":
+            self.engine = sa.create_engine(
+                parsed.set(drivername="postgresql+psycopg"),
+                connect_args={"options": f"-c search_path={schema}"},
+                pool_pre_ping=True,
+            )
+        else:
+            self.engine = sa.create_engine(parsed.set(drivername="sqlite+pysqlite"))
+            self._install_sqlite_events()
+
+    # -- SQLite plumbing -------------------------------------------------------------------------------------
+
+    def _install_sqlite_events(self) -> None:
+        clock = self.clock
+
+        @event.listens_for(self.engine, "connect")
+        def _on_connect(dbapi_conn: sqlite3.Connection, record: Any) -> None:
+            # The driver stops managing transactions; etl-craft sends BEGIN itself (SQLAlchemy's pysqlite recipe).
+            dbapi_conn.isolation_level = None
+            state = _SqliteState()
+            record.info[_STATE_KEY] = state
+            _register_sqlite_functions(dbapi_conn, state, clock)
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA foreign_keys = ON")
+            cursor.execute("PRAGMA busy_timeout = 30000")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.close()
+
+        @event.listens_for(self.engine, "begin")
+        def _on_begin(conn: sa.Connection) -> None:
+            conn.exec_driver_sql(conn.info.get(_BEGIN_KEY, "BEGIN"))
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    def qualify(self, name: str) -> str:
+        """A table or function name as SQL should spell it on this Engine DB."""
+        return f"{self.schema}.{name}" if self.is_postgres else name
+
+    # -- transactions ----------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        """A read-only transaction."""
+        with self._mapped_errors(None), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def write(self, actor: Actor | None = None) -> Iterator[sa.Connection]:
+        """A write transaction marked with `actor` (default: the current actor), committed on success.
+
+        On SQLite it starts with BEGIN IMMEDIATE, so it holds the write lock from its first statement.
+        """
+        who = actor or current_actor()
+        now = self.clock.now()
+        with self._mapped_errors(None), self.engine.connect() as conn:
+            state = self._sqlite_state(conn)
+            with self._mapped_errors(state):
+                if state is not None:
+                    conn.info[_BEGIN_KEY] = "BEGIN IMMEDIATE"
+                    state.actor, state.kind, state.now = who.name, str(who.kind), format_timestamp(now)
+                    state.notes.clear()
+                try:
+                    with conn.begin():
+                        if state is None:
+                            conn.execute(
+                                sa.text(
+                                    "SELECT set_config('etl_craft.actor', :actor, true),"
+                                    " set_config('etl_craft.actor_kind', :kind, true),"
+                                    " set_config('etl_craft.now', :now, true)"
+                                ),
+                                {"actor": who.name, "kind": str(who.kind),
+                                 "now": now.isoformat() if self.clock.pinned else ""},
+                            )
+                        yield conn
+                finally:
+                    if state is not None:
+                        conn.info.pop(_BEGIN_KEY, None)
+                        state.actor = state.kind = state.migration = state.now = None
+
+    def set_migration(self, conn: sa.Connection, name: str | None) -> None:
+        """Name the project migration whose changes the CFG_ triggers record (None: no migration)."""
+        state = self._sqlite_state(conn)
+        if state is not None:
+            state.migration = name
+        else:
+            conn.execute(sa.text("SELECT set_config('etl_craft.migration', :name, true)"), {"name": name or ""})
+
+    def execute_script(self, conn: sa.Connection, script: str) -> None:
+        """Run a rendered multi-statement script inside the connection's transaction."""
+        dbapi = conn.connection.driver_connection
+        assert dbapi is not None
+        if self.is_postgres:
+            with dbapi.cursor() as cursor:
+                cursor.execute(script)
+            return
+        cursor = dbapi.cursor()
+        try:
+            for statement in sqlite_script_statements(script):
+                cursor.execute(statement)
+        finally:
+            cursor.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- errors ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _sqlite_state(conn: sa.Connection) -> _SqliteState | None:
+        state = conn.info.get(_STATE_KEY)
+        return state if isinstance(state, _SqliteState) else None
+
+    @contextlib.contextmanager
+    def _mapped_errors(self, state: _SqliteState | None) -> Iterator[None]:
+        try:
+            yield
+        except EtlCraftError:
+            raise
+        except (DBAPIError, psycopg.Error, sqlite3.Error) as exc:
+            raise self.map_error(exc, state) from exc
+
+    def map_error(self, exc: BaseException, state: _SqliteState | None = None) -> EtlCraftError:
+        """Turn a driver error into etl-craft's exception: ECnnn codes into their classes, the rest into
+        EngineDbError naming the Engine DB."""
+        orig = exc.orig if isinstance(exc, DBAPIError) else exc
+        if isinstance(orig, psycopg.Error):
+            code = orig.sqlstate or ""
+            message = orig.diag.message_primary or str(orig)
+        else:
+            text = str(orig)
+            match = _CODE_PREFIX.match(text)
+            code = match.group(1) if match else ""
+            message = text[len(match.group(0)):] if match else text
+            if match and state is not None and state.notes and state.notes[-1]:
+                message = state.notes[-1]
+        cls = class_for_code(code) if code else None
+        if cls is not None:
+            return cls(message)
+        if isinstance(exc, DBAPIError) and exc.connection_invalidated or _is_connect_error(orig):
+            return EngineDbError(
+                f"cannot reach the Engine DB at {self.display_url}: {message.strip()}; check Engine in "
+                "craft-connector.yml (or --engine-url) and that the server is running"
+            )
+        return EngineDbError(f"the Engine DB at {self.display_url} refused the statement: {message.strip()}")
+
+
+def _is_connect_error(orig: BaseException) -> bool:
+    """A failure to reach the database at all (no SQLSTATE, or class 08: connection exception)."""
+    if isinstance(orig, psycopg.OperationalError):
+        return orig.sqlstate is None or orig.sqlstate.startswith("08")
+    return isinstance(orig, sqlite3.OperationalError) and "unable to open" in str(orig)

@@ -1,0 +1,252 @@
+"""The migration runner: the Engine DB's own schema (stream ENGINE) and a project's metadata (stream PROJECT).
+
+Everything one call applies happens in one transaction under the migration lock (a transaction-level advisory
+lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): versioned migrations that are pending, then the repeatable
+objects (functions and triggers) whose rendered text changed, then the project's pending metadata migrations.
+An applied migration whose file changed is refused: migrations are immutable once applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from etlcraft.core.actor import current_actor
+from etlcraft.core.errors import MigrationError
+from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
+from etlcraft.engine.actions import record_action
+from etlcraft.engine.catalog import owned_tables, table_exists
+from etlcraft.engine.db import EngineDB, format_timestamp
+from etlcraft.engine.render import render
+from etlcraft.paths import sql_dir
+
+ENGINE = "ENGINE"
+PROJECT = "PROJECT"
+_VERSIONED = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\.j2$")
+_REPEATABLE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql\.j2$")
+_PROJECT_FILE = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
+#: pg_advisory_xact_lock key of the migration lock: the first 8 bytes of sha256("etl-craft:migrate").
+MIGRATE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"etl-craft:migrate").digest()[:8], "big", signed=True)
+
+
+@dataclass(frozen=True)
+class Migration:
+    stream: str
+    version: str  # "0001" for a versioned migration, "R:090_guards" for a repeatable object
+    name: str
+    kind: str  # VERSIONED or REPEATABLE
+    sql: str
+    source: str  # the file, as a user would find it
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class MigrateReport:
+    applied: list[Migration] = field(default_factory=list)
+    refreshed: list[Migration] = field(default_factory=list)
+    project: list[tuple[Migration, dict[tuple[str, str], int]]] = field(default_factory=list)
+    engine_version: str | None = None
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(self.applied or self.refreshed or self.project)
+
+
+def engine_migrations(dialect: str, schema: str) -> list[Migration]:
+    """The packaged versioned migrations, rendered for `dialect`, in order."""
+    found = []
+    for path in sorted((sql_dir() / "migrations").glob("*.sql.j2")):
+        match = _VERSIONED.match(path.name)
+        if not match:
+            raise MigrationError(
+                f"sql/migrations/{path.name} is not named NNNN_name.sql.j2; rename it, e.g. 0002_add_pools.sql.j2"
+            )
+        sql = render(f"migrations/{path.name}", dialect, schema)
+        found.append(Migration(ENGINE, match.group(1), match.group(2), "VERSIONED", sql, f"sql/migrations/{path.name}"))
+    return found
+
+
+def repeatable_objects(dialect: str, schema: str, tables: Sequence[object]) -> list[Migration]:
+    """The functions and triggers of sql/functions, rendered against the live catalog."""
+    found = []
+    for path in sorted((sql_dir() / "functions").glob("*.sql.j2")):
+        match = _REPEATABLE.match(path.name)
+        if not match:
+            continue  # _macros.sql.j2 and other partials
+        sql = render(f"functions/{path.name}", dialect, schema, tables=tables)
+        name = f"{match.group(1)}_{match.group(2)}"
+        found.append(Migration(ENGINE, f"R:{name}", name, "REPEATABLE", sql, f"sql/functions/{path.name}"))
+    return found
+
+
+def project_migrations(folder: Path) -> list[Migration]:
+    """A project's metadata migrations: migrations/NNNN_name.sql, in order."""
+    if not folder.is_dir():
+        return []
+    found: dict[str, Migration] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        match = _PROJECT_FILE.match(path.name)
+        if not match:
+            raise MigrationError(
+                f"{path} is not a migration file name; expected NNNN_name.sql (four digits, letters, digits "
+                "and _), e.g. 0002_add_orders.sql"
+            )
+        version = match.group(1)
+        if version in found:
+            raise MigrationError(
+                f"{path.name} and {found[version].name} share the number {version}; give each migration its own"
+            )
+        found[version] = Migration(PROJECT, version, path.name, "VERSIONED", path.read_text("utf-8"), str(path))
+    return list(found.values())
+
+
+def migrate(
+    db: EngineDB, *, project_dir: Path | None = None, up_to: str | None = None, command: str = "migrate"
+) -> MigrateReport:
+    """Bring the Engine DB up to date (engine migrations up to `up_to`, all by default), then apply the pending
+    metadata migrations of `project_dir`/migrations when a project is given. A call that changes anything is
+    recorded in AUD_ACTIONS as `command`, in the same transaction."""
+    report = MigrateReport()
+    pending_project = project_migrations(project_dir / "migrations") if project_dir else []
+    with db.write() as conn:
+        _lock(db, conn)
+        ledger = _ledger(db, conn)
+        engine = [m for m in engine_migrations(db.dialect, db.schema) if up_to is None or m.version <= up_to]
+        _check_applied(ledger, engine, ENGINE, known=engine_migrations(db.dialect, db.schema))
+        if project_dir is not None:
+            _check_applied(ledger, pending_project, PROJECT, known=pending_project)
+        for migration in engine:
+            if (ENGINE, migration.version) not in ledger:
+                db.execute_script(conn, migration.sql)
+                report.applied.append(migration)
+        tables = owned_tables(db, conn)
+        for obj in repeatable_objects(db.dialect, db.schema, tables):
+            if ledger.get((ENGINE, obj.version)) != obj.checksum:
+                db.execute_script(conn, obj.sql)
+                report.refreshed.append(obj)
+        for migration in pending_project:
+            if (PROJECT, migration.version) not in ledger:
+                report.project.append((migration, _apply_project_migration(db, conn, migration)))
+        _record(db, conn, ledger, [*report.applied, *report.refreshed, *(m for m, _ in report.project)])
+        if report.changed_anything:
+            record_action(db, conn, command, {
+                "project": str(project_dir) if project_dir else None,
+                "applied": [f"{m.stream}:{m.version}" for m in [*report.applied, *(p for p, _ in report.project)]],
+            })
+        report.engine_version = max((m.version for m in engine), default=None)
+    return report
+
+
+def _lock(db: EngineDB, conn: sa.Connection) -> None:
+    if db.is_postgres:
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
+        conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {db.schema}"))
+        conn.execute(sa.text(f"SET LOCAL search_path TO {db.schema}"))
+    # SQLite: write() began with BEGIN IMMEDIATE, which already holds the database's single write lock.
+
+
+def _ledger(db: EngineDB, conn: sa.Connection) -> dict[tuple[str, str], str]:
+    if not table_exists(db, conn, "SCHEMA_MIGRATIONS"):
+        return {}
+    rows = conn.execute(sa.text(f"SELECT STREAM, VERSION, CHECKSUM FROM {db.qualify('SCHEMA_MIGRATIONS')}"))
+    return {(stream, version): checksum for stream, version, checksum in rows}
+
+
+def _check_applied(
+    ledger: dict[tuple[str, str], str], files: list[Migration], stream: str, *, known: list[Migration]
+) -> None:
+    by_version = {m.version: m for m in known}
+    for (applied_stream, version), checksum in sorted(ledger.items()):
+        if applied_stream != stream or version.startswith("R:"):
+            continue
+        migration = by_version.get(version)
+        if migration is None:
+            where = "this etl-craft" if stream == ENGINE else "the project's migrations/ folder"
+            raise MigrationError(
+                f"the Engine DB has {stream} migration {version} applied, which {where} does not have; "
+                + ("upgrade etl-craft to the version that applied it" if stream == ENGINE
+                   else "restore the file (migrations are never deleted once applied)")
+            )
+        if migration in files and migration.checksum != checksum:
+            raise MigrationError(
+                f"{stream} migration {migration.source} was applied with checksum {checksum}, but the file now "
+                f"has checksum {migration.checksum}; applied migrations are immutable: restore the file as it was "
+                "(for example with git checkout) and put the change in a new numbered migration"
+            )
+
+
+def _apply_project_migration(db: EngineDB, conn: sa.Connection, migration: Migration) -> dict[tuple[str, str], int]:
+    statements = _metadata_statements(db, migration)
+    db.set_migration(conn, migration.name)
+    for statement in statements:
+        db.execute_script(conn, statement)
+    db.set_migration(conn, None)
+    rows = conn.execute(
+        sa.text(
+            f"SELECT TABLE_NAME, OPERATION, COUNT(*) FROM {db.qualify('AUD_METADATA_CHANGES')}"
+            " WHERE MIGRATION = :name GROUP BY TABLE_NAME, OPERATION ORDER BY TABLE_NAME, OPERATION"
+        ),
+        {"name": migration.name},
+    )
+    return {(table, operation): count for table, operation, count in rows}
+
+
+def _metadata_statements(db: EngineDB, migration: Migration) -> list[str]:
+    """The file's statements, each checked to be an INSERT, UPDATE or DELETE of a CFG_ table."""
+    try:
+        statements = split_statements(migration.sql, db.dialect, source=migration.source)
+    except ValueError as exc:
+        raise MigrationError(str(exc)) from exc
+    if not statements:
+        raise MigrationError(f"{migration.source} holds no SQL statement; add the metadata it should change")
+    for statement in statements:
+        where = f"{migration.source}, statement {statement.number} (line {statement.line})"
+        try:
+            tree = sqlglot.parse_one(statement.text, read=SQLGLOT_DIALECTS[db.dialect])
+        except ParseError as exc:
+            raise MigrationError(f"{where} is not valid SQL: {exc.errors[0]['description']}") from exc
+        target = tree.this if isinstance(tree, exp.Insert | exp.Update | exp.Delete) else None
+        table = target.find(exp.Table) if isinstance(target, exp.Expression) else None
+        if table is None or not table.name.upper().startswith("CFG_"):
+            found = f"a {tree.key.upper()}" + (f" of {table.name}" if table is not None else "")
+            raise MigrationError(
+                f"{where} is {found}; project migrations change metadata only: INSERT, UPDATE or DELETE on "
+                "CFG_ tables (etl-craft creates and changes the Engine DB's tables itself)"
+            )
+    return [s.text for s in statements]
+
+
+def _record(db: EngineDB, conn: sa.Connection, ledger: dict[tuple[str, str], str], done: list[Migration]) -> None:
+    table = db.qualify("SCHEMA_MIGRATIONS")
+    now = db.clock.now()
+    for migration in done:
+        values = {
+            "stream": migration.stream, "version": migration.version, "name": migration.name,
+            "kind": migration.kind, "checksum": migration.checksum, "by": current_actor().name,
+            "at": now if db.is_postgres else format_timestamp(now),
+        }
+        if (migration.stream, migration.version) in ledger:
+            conn.execute(
+                sa.text(f"UPDATE {table} SET CHECKSUM = :checksum, APPLIED_AT = :at, APPLIED_BY = :by"
+                        " WHERE STREAM = :stream AND VERSION = :version"),
+                values,
+            )
+        else:
+            conn.execute(
+                sa.text(f"INSERT INTO {table} (STREAM, VERSION, NAME, KIND, CHECKSUM, APPLIED_AT, APPLIED_BY)"
+                        " VALUES (:stream, :version, :name, :kind, :checksum, :at, :by)"),
+                values,
+            )

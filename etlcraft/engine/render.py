@@ -1,0 +1,66 @@
+"""Render etl-craft's SQL templates (sql/migrations, sql/functions) for one Engine DB dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from etlcraft.core.errors import error_specs
+from etlcraft.core.states import state_machine
+from etlcraft.paths import sql_dir
+
+
+def sql_literal(value: object) -> str:
+    """A SQL literal for a string, number or None."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        raise TypeError("booleans have no portable SQL literal here; use 'Y'/'N'")
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def json_image(columns: Sequence[str], alias: str, overrides: Mapping[str, str] | None = None) -> str:
+    """SQLite json_object(...) of a row's columns (upper-case keys), with some values replaced by expressions."""
+    pairs = []
+    for column in columns:
+        expression = (overrides or {}).get(column, f"{alias}.{column}")
+        pairs.append(f"'{column}', {expression}")
+    return "json_object(" + ", ".join(pairs) + ")"
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(sql_dir())),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["sql_literal"] = sql_literal
+    env.globals["sql_literal"] = sql_literal
+    env.globals["image"] = json_image
+    return env
+
+
+def render(template: str, dialect: str, schema: str, **context: Any) -> str:
+    """Render one template for `dialect` ('postgresql' or 'sqlite'); on PostgreSQL names are qualified with
+    `schema`."""
+    pg = dialect == "postgresql"
+    text = environment().get_template(template).render(
+        pg=pg,
+        sqlite=not pg,
+        schema=schema,
+        S=f"{schema}." if pg else "",
+        sm=state_machine(),
+        enums=state_machine().enums,
+        errors=list(error_specs().values()),
+        **context,
+    )
+    return text.strip() + "\n"

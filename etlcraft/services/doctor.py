@@ -1,0 +1,132 @@
+"""doctor: is the Engine DB reachable, at the right schema version, and written by etl-craft alone?"""
+
+from __future__ import annotations
+
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from etlcraft.core.errors import EtlCraftError
+from etlcraft.engine.catalog import owned_tables, table_exists
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.migrations import ENGINE, engine_migrations, repeatable_objects
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+    remedy: str | None = None
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return all(c.status != FAIL for c in self.checks)
+
+
+def doctor(db: EngineDB, sqlite_path: Path | None = None) -> DoctorReport:
+    report = DoctorReport()
+    try:
+        with db.read() as conn:
+            report.checks.append(Check("connection", OK, f"connected to {db.display_url} ({_server(db, conn)})"))
+            report.checks.extend(_schema_checks(db, conn))
+            if db.is_postgres:
+                report.checks.append(_grant_check(db, conn))
+    except EtlCraftError as exc:
+        report.checks.append(Check("connection", FAIL, str(exc), "check Engine in craft-connector.yml"))
+    if sqlite_path is not None:
+        report.checks.append(_file_mode_check(sqlite_path))
+    return report
+
+
+def _server(db: EngineDB, conn: sa.Connection) -> str:
+    if db.is_postgres:
+        return "PostgreSQL " + str(conn.execute(sa.text("SHOW server_version")).scalar())
+    return "SQLite " + str(conn.execute(sa.text("SELECT sqlite_version()")).scalar())
+
+
+def _schema_checks(db: EngineDB, conn: sa.Connection) -> list[Check]:
+    if not table_exists(db, conn, "SCHEMA_MIGRATIONS"):
+        return [Check("schema", FAIL, "the Engine DB has no etl-craft schema yet", "run etl-craft init-db")]
+    rows = conn.execute(
+        sa.text(f"SELECT VERSION, CHECKSUM FROM {db.qualify('SCHEMA_MIGRATIONS')} WHERE STREAM = :s"), {"s": ENGINE}
+    ).all()
+    applied = {version: checksum for version, checksum in rows}
+    packaged = engine_migrations(db.dialect, db.schema)
+    known = {m.version for m in packaged}
+    newer = sorted(v for v in applied if not v.startswith("R:") and v not in known)
+    if newer:
+        return [Check("schema", FAIL, f"the Engine DB has migrations {', '.join(newer)}, newer than this etl-craft",
+                      "upgrade etl-craft to the version that applied them")]
+    pending = [m.version for m in packaged if m.version not in applied]
+    if pending:
+        return [Check("schema", FAIL, f"migrations {', '.join(pending)} are not applied", "run etl-craft migrate")]
+    version = max(known)
+    stale = [
+        obj.name for obj in repeatable_objects(db.dialect, db.schema, owned_tables(db, conn))
+        if applied.get(obj.version) != obj.checksum
+    ]
+    if stale:
+        return [Check("schema", FAIL, f"schema version {version}; functions and triggers out of date: "
+                      f"{', '.join(stale)}", "run etl-craft migrate")]
+    return [Check("schema", OK, f"schema version {version}, functions and triggers current")]
+
+
+_GRANTS = sa.text(
+    """
+    SELECT r.rolname AS login, upper(c.relname) AS table_name, a.privilege_type,
+           COALESCE(g.rolname, 'PUBLIC') AS source
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      CROSS JOIN LATERAL aclexplode(c.relacl) a
+      LEFT JOIN pg_roles g ON g.oid = a.grantee
+      JOIN pg_roles r ON r.rolcanlogin AND NOT r.rolsuper AND r.rolname <> current_user AND r.oid <> c.relowner
+     WHERE n.nspname = :schema
+       AND c.relkind IN ('r', 'p')
+       AND c.relname ~ '^(aud_|cfg_|eng_)|^schema_migrations$'
+       AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
+       AND a.grantee <> c.relowner
+       AND (a.grantee = 0 OR a.grantee = r.oid OR pg_has_role(r.oid, a.grantee, 'USAGE'))
+     ORDER BY 1, 2, 3
+    """
+)
+
+
+def _grant_check(db: EngineDB, conn: sa.Connection) -> Check:
+    """Logins other than etl-craft's (and other than owners and superusers) that could write its tables."""
+    found: dict[tuple[str, str], list[str]] = {}
+    logins: dict[tuple[str, str], set[str]] = {}
+    for login, table, privilege, source in conn.execute(_GRANTS, {"schema": db.schema}):
+        found.setdefault((source, table), [])
+        if privilege not in found[(source, table)]:
+            found[(source, table)].append(privilege)
+        logins.setdefault((source, table), set()).add(login)
+    if not found:
+        return Check("grants", OK, f"no other login can write the AUD_, CFG_ or ENG_ tables of {db.schema}")
+    lines = []
+    remedies = []
+    for (source, table), privileges in sorted(found.items()):
+        who = ", ".join(sorted(logins[(source, table)]))
+        via = "" if source in logins[(source, table)] else f" through {source}"
+        lines.append(f"{who} can {', '.join(privileges)} {db.schema}.{table}{via}")
+        remedies.append(f"REVOKE {', '.join(privileges)} ON {db.schema}.{table.lower()} FROM {source};")
+    return Check("grants", FAIL, "; ".join(lines), " ".join(remedies))
+
+
+def _file_mode_check(path: Path) -> Check:
+    if not path.exists():
+        return Check("file", WARN, f"{path} does not exist yet", "run etl-craft init-db")
+    mode = path.stat().st_mode
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return Check("file", WARN, f"{path} is writable by group or others (mode {stat.filemode(mode)})",
+                     f"chmod go-w {path}")
+    return Check("file", OK, f"{path} is writable by its owner only (mode {stat.filemode(mode)})")

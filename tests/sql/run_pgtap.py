@@ -1,0 +1,54 @@
+"""Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers.sql loaded,
+then pg_prove over tests/sql/**/*.test.sql. The database is dropped afterwards, pass or fail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+from etlcraft.core.actor import Actor, acting_as  # noqa: E402
+from etlcraft.core.states import ActorKind  # noqa: E402
+from etlcraft.engine.db import EngineDB  # noqa: E402
+from etlcraft.engine.migrations import migrate  # noqa: E402
+
+
+def main() -> int:
+    admin = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+    name = f"etlcraft_pgtap_{uuid.uuid4().hex[:8]}"
+    url = make_url(admin).set(database=name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        db = EngineDB(url.render_as_string(hide_password=False))
+        with acting_as(Actor("pgtap@setup", ActorKind.HUMAN)):
+            migrate(db)
+        db.dispose()
+        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap")
+            conn.execute((HERE / "helpers.sql").read_text(encoding="utf-8"))
+        files = sorted(str(p.relative_to(HERE)) for p in HERE.rglob("*.test.sql"))
+        if not files:
+            print("tests/sql has no *.test.sql files", file=sys.stderr)
+            return 1
+        env = {**os.environ, "PGHOST": url.host or "127.0.0.1", "PGPORT": str(url.port or 5432),
+               "PGUSER": url.username or "root", "PGDATABASE": name}
+        if url.password:
+            env["PGPASSWORD"] = url.password
+        return subprocess.call(["pg_prove", "--jobs", "2", "--failures", *files], cwd=HERE, env=env)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    sys.exit(main())
