@@ -2,7 +2,7 @@
 PYTHON ?= python3
 STAMP := .make/install.stamp
 
-.PHONY: help install demo test test-sql test-py lint verify snapshot bench
+.PHONY: help install demo test test-sql test-py lint verify snapshot bench docs
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -39,3 +39,6 @@ bench: install ## Run every benchmark in bench/ and print its figures
 	@set -e; found=0; for script in bench/*.py; do [ -e "$$script" ] || continue; found=1; \
 	  echo "== $$script"; $(PYTHON) "$$script"; done; \
 	  [ $$found = 1 ] || echo "bench/ has no benchmarks yet"
+
+docs: install ## Regenerate the reference pages that come from the code (docs/reference)
+	$(PYTHON) scripts/gen_reference_docs.py

@@ -20,7 +20,8 @@ def command(ctx: CliContext, output_format: str) -> None:
     Safe to run again: a second run changes nothing. Project metadata migrations are applied by
     `etl-craft migrate`.
     """
+    actor = ctx.actor()
     db = ctx.engine_db()
-    with acting_as(ctx.actor()):
+    with acting_as(actor):
         report = migrate(db, command="init-db")
     emit(output_format, report_document(db.display_url, report), lambda: report_text(db.display_url, report))

@@ -23,9 +23,10 @@ def command(ctx: CliContext, output_format: str) -> None:
     Every metadata change a project migration makes is recorded in AUD_METADATA_CHANGES with the migration's
     name and your actor (ETL_CRAFT_ACTOR, else user@host). All of it happens in one transaction.
     """
+    actor = ctx.actor()
     db = ctx.engine_db()
     project_dir = ctx.project_dir if ctx.has_project else None
-    with acting_as(ctx.actor()):
+    with acting_as(actor):
         report = migrate(db, project_dir=project_dir, command="migrate")
     emit(output_format, report_document(db.display_url, report), lambda: report_text(db.display_url, report))
 

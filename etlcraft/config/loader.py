@@ -81,12 +81,21 @@ def _check_duplicate_keys(node: yaml.Node | None, path: str) -> None:
             _check_duplicate_keys(item, f"{path}[{index}]")
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from exc
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """A .env file: KEY=value lines, optional `export`, comments and blank lines ignored, BOM tolerated."""
     values: dict[str, str] = {}
     if not path.is_file():
         return values
-    for number, raw in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    for number, raw in enumerate(_read_text(path).splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -95,7 +104,10 @@ def read_env_file(path: Path) -> dict[str, str]:
         name, sep, value = line.partition("=")
         name = name.strip()
         if not sep or not _VARIABLE.match(name):
-            raise ConfigurationError(f"{path}, line {number}: expected NAME=value, found {raw.strip()[:40]!r}")
+            raise ConfigurationError(
+                f"{path}, line {number}: expected NAME=value with NAME made of letters, digits and _ "
+                "(the line is not shown: it may hold a secret)"
+            )
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
@@ -129,7 +141,7 @@ def load_config(project_dir: Path) -> ProjectConfig:
         raise ConfigurationError(
             f"{path} does not exist; create a project with etl-craft init DIR, or pass --project DIR"
         )
-    text = path.read_text(encoding="utf-8-sig")
+    text = _read_text(path)
     try:
         _check_duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader), "")
         raw = yaml.safe_load(text)
@@ -148,7 +160,8 @@ def load_config(project_dir: Path) -> ProjectConfig:
     engine = _connection("Engine", raw["Engine"], ENGINE_DIALECTS, project_dir)
     warehouse = _connection("Warehouse", raw["Warehouse"], WAREHOUSE_DIALECTS, project_dir)
     env = read_env_file(project_dir / ENV_FILE)
-    return ProjectConfig(project_dir, engine, warehouse, _fingerprint(raw), env)
+    normalized = {section: {k: _text(section, k, v) for k, v in raw[section].items()} for section in _SECTION_KEYS}
+    return ProjectConfig(project_dir, engine, warehouse, _fingerprint(normalized), env)
 
 
 def _connection(section: str, raw: object, dialects: tuple[str, ...], project_dir: Path) -> Connection:
@@ -194,9 +207,15 @@ def _server_connection(section: str, dialect: str, values: dict[str, str], secre
     url = values.get("url")
     if not url:
         raise ConfigurationError(f"{CONFIG_FILE}: {section}.url is missing; e.g. postgresql://etl@db.example.com/etl")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parses the port, raising ValueError for a bad one
+    except ValueError as exc:
+        raise ConfigurationError(f"{CONFIG_FILE}: {section}.url is not a valid URL ({exc}); fix it") from exc
     if parts.scheme not in ("postgresql", "postgres"):
         raise ConfigurationError(f"{CONFIG_FILE}: {section}.url must start with postgresql://")
+    if parts.scheme == "postgres":
+        url = "postgresql" + url[len("postgres"):]
     if parts.password:
         raise ConfigurationError(
             f"{CONFIG_FILE}: {section}.url holds a password; remove it and name its variable in {section}.secret"

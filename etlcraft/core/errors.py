@@ -107,7 +107,8 @@ def _subclasses(cls: type[EtlCraftError]) -> list[type[EtlCraftError]]:
 
 def error_classes() -> dict[str, type[EtlCraftError]]:
     """Every concrete error class by its kind (the name in sql/errors.yaml)."""
-    return {cls.kind: cls for cls in [EtlCraftError, *_subclasses(EtlCraftError)] if cls is not EngineRuleError}
+    classes: list[type[EtlCraftError]] = [EtlCraftError, *_subclasses(EtlCraftError)]
+    return {cls.kind: cls for cls in classes if cls is not EngineRuleError}
 
 
 def class_for_code(code: str) -> type[EtlCraftError] | None:

@@ -11,10 +11,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from etlcraft.core.actor import current_actor
-from etlcraft.engine.db import EngineDB, format_timestamp
+from etlcraft.engine.db import EngineDB
 
 #: Argument names whose values are masked in AUD_ACTIONS.ARGUMENTS.
-_SENSITIVE = re.compile(r"password|passwd|pwd|secret|token|key", re.IGNORECASE)
+_SENSITIVE = re.compile(r"password|passwd|pwd|secret|token|api_key|private_key|access_key|credential", re.IGNORECASE)
 
 
 def masked(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -24,14 +24,13 @@ def masked(arguments: Mapping[str, Any]) -> dict[str, Any]:
 def record_action(db: EngineDB, conn: sa.Connection, command: str, arguments: Mapping[str, Any]) -> None:
     """Record that the current actor requested `command` with `arguments` (values of sensitive names masked)."""
     actor = current_actor()
-    now = db.clock.now()
     conn.execute(
         sa.text(
-            f"INSERT INTO {db.qualify('AUD_ACTIONS')} (STARTED_AT, ENDED_AT, ACTOR, ACTOR_KIND, HOST, COMMAND, ARGUMENTS)"
-            " VALUES (:at, :at, :actor, :kind, :host, :command, :arguments)"
+            f"INSERT INTO {db.qualify('AUD_ACTIONS')}"
+            " (STARTED_AT, ENDED_AT, ACTOR, ACTOR_KIND, HOST, COMMAND, ARGUMENTS)"
+            f" VALUES ({db.now_sql}, {db.now_sql}, :actor, :kind, :host, :command, :arguments)"
         ),
         {
-            "at": now if db.is_postgres else format_timestamp(now),
             "actor": actor.name,
             "kind": str(actor.kind),
             "host": socket.gethostname(),

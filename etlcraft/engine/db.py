@@ -155,6 +155,11 @@ class EngineDB:
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
+    @property
+    def now_sql(self) -> str:
+        """SQL for the Engine DB's clock: the transaction's time, or the time tests pinned."""
+        return f"{self.schema}.clock_now()" if self.is_postgres else "etl_craft_now()"
+
     def qualify(self, name: str) -> str:
         """A table or function name as SQL should spell it on this Engine DB."""
         return f"{self.schema}.{name}" if self.is_postgres else name
@@ -245,7 +250,7 @@ class EngineDB:
     def map_error(self, exc: BaseException, state: _SqliteState | None = None) -> EtlCraftError:
         """Turn a driver error into etl-craft's exception: ECnnn codes into their classes, the rest into
         EngineDbError naming the Engine DB."""
-        orig = exc.orig if isinstance(exc, DBAPIError) else exc
+        orig: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
         if isinstance(orig, psycopg.Error):
             code = orig.sqlstate or ""
             message = orig.diag.message_primary or str(orig)
@@ -259,7 +264,7 @@ class EngineDB:
         cls = class_for_code(code) if code else None
         if cls is not None:
             return cls(message)
-        if isinstance(exc, DBAPIError) and exc.connection_invalidated or _is_connect_error(orig):
+        if (isinstance(exc, DBAPIError) and exc.connection_invalidated) or _is_connect_error(orig):
             return EngineDbError(
                 f"cannot reach the Engine DB at {self.display_url}: {message.strip()}; check Engine in "
                 "craft-connector.yml (or --engine-url) and that the server is running"

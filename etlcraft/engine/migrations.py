@@ -24,7 +24,7 @@ from etlcraft.core.errors import MigrationError
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
 from etlcraft.engine.actions import record_action
 from etlcraft.engine.catalog import owned_tables, table_exists
-from etlcraft.engine.db import EngineDB, format_timestamp
+from etlcraft.engine.db import EngineDB
 from etlcraft.engine.render import render
 from etlcraft.paths import sql_dir
 
@@ -218,10 +218,12 @@ def _metadata_statements(db: EngineDB, migration: Migration) -> list[str]:
             tree = sqlglot.parse_one(statement.text, read=SQLGLOT_DIALECTS[db.dialect])
         except ParseError as exc:
             raise MigrationError(f"{where} is not valid SQL: {exc.errors[0]['description']}") from exc
-        target = tree.this if isinstance(tree, exp.Insert | exp.Update | exp.Delete) else None
+        is_dml = isinstance(tree, exp.Insert | exp.Update | exp.Delete)
+        target = tree.this if is_dml else tree
         table = target.find(exp.Table) if isinstance(target, exp.Expression) else None
-        if table is None or not table.name.upper().startswith("CFG_"):
-            found = f"a {tree.key.upper()}" + (f" of {table.name}" if table is not None else "")
+        if not is_dml or table is None or not table.name.upper().startswith("CFG_"):
+            verb = tree.key.upper()
+            found = f"{'an' if verb[0] in 'AEIOU' else 'a'} {verb}" + (f" of {table.name}" if table is not None else "")
             raise MigrationError(
                 f"{where} is {found}; project migrations change metadata only: INSERT, UPDATE or DELETE on "
                 "CFG_ tables (etl-craft creates and changes the Engine DB's tables itself)"
@@ -231,22 +233,20 @@ def _metadata_statements(db: EngineDB, migration: Migration) -> list[str]:
 
 def _record(db: EngineDB, conn: sa.Connection, ledger: dict[tuple[str, str], str], done: list[Migration]) -> None:
     table = db.qualify("SCHEMA_MIGRATIONS")
-    now = db.clock.now()
     for migration in done:
         values = {
             "stream": migration.stream, "version": migration.version, "name": migration.name,
             "kind": migration.kind, "checksum": migration.checksum, "by": current_actor().name,
-            "at": now if db.is_postgres else format_timestamp(now),
         }
         if (migration.stream, migration.version) in ledger:
             conn.execute(
-                sa.text(f"UPDATE {table} SET CHECKSUM = :checksum, APPLIED_AT = :at, APPLIED_BY = :by"
+                sa.text(f"UPDATE {table} SET CHECKSUM = :checksum, APPLIED_AT = {db.now_sql}, APPLIED_BY = :by"
                         " WHERE STREAM = :stream AND VERSION = :version"),
                 values,
             )
         else:
             conn.execute(
                 sa.text(f"INSERT INTO {table} (STREAM, VERSION, NAME, KIND, CHECKSUM, APPLIED_AT, APPLIED_BY)"
-                        " VALUES (:stream, :version, :name, :kind, :checksum, :at, :by)"),
+                        f" VALUES (:stream, :version, :name, :kind, :checksum, {db.now_sql}, :by)"),
                 values,
             )

@@ -30,7 +30,8 @@ def json_image(columns: Sequence[str], alias: str, overrides: Mapping[str, str] 
     for column in columns:
         expression = (overrides or {}).get(column, f"{alias}.{column}")
         pairs.append(f"'{column}', {expression}")
-    return "json_object(" + ", ".join(pairs) + ")"
+    lines = [", ".join(pairs[i:i + 3]) for i in range(0, len(pairs), 3)]
+    return "json_object(\n      " + ",\n      ".join(lines) + ")"
 
 
 @cache

@@ -35,6 +35,10 @@ class DoctorReport:
 
 def doctor(db: EngineDB, sqlite_path: Path | None = None) -> DoctorReport:
     report = DoctorReport()
+    if sqlite_path is not None and not sqlite_path.exists():
+        report.checks.append(Check("connection", FAIL, f"the Engine DB file {sqlite_path} does not exist yet",
+                                   "run etl-craft init-db"))
+        return report
     try:
         with db.read() as conn:
             report.checks.append(Check("connection", OK, f"connected to {db.display_url} ({_server(db, conn)})"))
@@ -123,10 +127,12 @@ def _grant_check(db: EngineDB, conn: sa.Connection) -> Check:
 
 
 def _file_mode_check(path: Path) -> Check:
-    if not path.exists():
-        return Check("file", WARN, f"{path} does not exist yet", "run etl-craft init-db")
-    mode = path.stat().st_mode
-    if mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return Check("file", WARN, f"{path} is writable by group or others (mode {stat.filemode(mode)})",
-                     f"chmod go-w {path}")
-    return Check("file", OK, f"{path} is writable by its owner only (mode {stat.filemode(mode)})")
+    """The database file, its WAL and shared-memory files and its folder: none writable by group or others."""
+    candidates = [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"), path.parent]
+    modes = [(p, p.stat().st_mode) for p in candidates if p.exists()]
+    loose = [(p, mode) for p, mode in modes if mode & (stat.S_IWGRP | stat.S_IWOTH)]
+    if loose:
+        found = ", ".join(f"{p} (mode {stat.filemode(mode)})" for p, mode in loose)
+        return Check("file", WARN, f"writable by group or others: {found}",
+                     "chmod go-w " + " ".join(str(p) for p, _ in loose))
+    return Check("file", OK, f"{path} and its folder are writable by their owner only")

@@ -13,7 +13,7 @@ from etlcraft.core.errors import UsageError
 _SOURCE = Path(__file__).parent.parent / "scaffold" / "project"
 _RENAMES = {"env.example": ".env.example", "gitignore": ".gitignore"}
 _FOLDERS = ("migrations", "sql_files", "ingestion_scripts", "tests")
-_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+_CODE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 
 
 @dataclass
@@ -34,15 +34,21 @@ def scaffold(directory: Path, project_code: str | None = None) -> ScaffoldReport
     """Create the project's files. Files already there with the same content are left alone; a file that
     differs is refused before anything is written."""
     directory = directory.absolute()
-    code = project_code or project_code_for(directory)
-    if not _CODE.match(code):
+    code = project_code_for(directory) if project_code is None else project_code
+    if not _CODE.fullmatch(code):
         raise UsageError(f"the project code {code!r} is not an identifier; use a letter, then letters, digits or _")
     planned = _planned_files(code)
     report = ScaffoldReport(directory, code)
+    for folder in _FOLDERS:
+        if (directory / folder).exists() and not (directory / folder).is_dir():
+            raise UsageError(
+                f"{directory / folder} exists and is not a folder; move it away or choose another directory "
+                "(nothing was written)"
+            )
     for relative, content in planned.items():
         target = directory / relative
         if target.exists():
-            if not target.is_file() or target.read_text(encoding="utf-8") != content:
+            if not target.is_file() or target.read_bytes() != content.encode("utf-8"):
                 raise UsageError(
                     f"{target} already exists and differs from what etl-craft init writes; move it away or "
                     "choose another directory (nothing was written)"

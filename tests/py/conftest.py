@@ -69,7 +69,7 @@ def pg_server() -> Iterator[PgServer]:
 
             container = PostgresContainer("postgres:15", driver=None).start()
             url = container.get_connection_url()
-        except Exception as exc:  # noqa: BLE001 - any failure means no PostgreSQL for this session
+        except Exception as exc:
             pytest.fail(f"no PostgreSQL at {url} (ETLCRAFT_TEST_PG_URL) and none could be started: {exc}")
     server = PgServer(url)
     try:

@@ -84,3 +84,44 @@ BEGIN
     VALUES (v_extract, 'INTEGER', '42', v_task_run, v_attempt, now());
 END
 $$;
+
+-- serialize(): call first in a suite that writes. pg_prove runs two files at once; their seeds would wait on
+-- each other's unique codes (project tp) and a TRUNCATE could then deadlock. SHARE ROW EXCLUSIVE conflicts with
+-- itself and with every row write, so writing suites run one at a time; reading the catalog is not blocked.
+CREATE OR REPLACE FUNCTION etl_test.serialize()
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  LOCK TABLE etl_craft.cfg_projects IN SHARE ROW EXCLUSIVE MODE;
+END
+$$;
+
+-- probe(sql): run sql (one or more statements) in a subtransaction that is always rolled back, and say how it
+-- ended: code '00000' and message NULL when it succeeded, else the SQLSTATE and message it raised.
+CREATE OR REPLACE FUNCTION etl_test.probe(p_sql text, OUT code text, OUT message text)
+LANGUAGE plpgsql AS $$
+BEGIN
+  BEGIN
+    EXECUTE p_sql;
+    RAISE EXCEPTION 'probe succeeded' USING ERRCODE = 'ZX000';
+  EXCEPTION
+    WHEN SQLSTATE 'ZX000' THEN code := '00000'; message := NULL;
+    WHEN OTHERS THEN code := SQLSTATE; message := SQLERRM;
+  END;
+END
+$$;
+
+-- refused(sql, code, pattern, description): a pgTAP assertion that sql raises SQLSTATE code with a message LIKE pattern
+-- (throws_ok wants the whole message, throws_like ignores the code). Nothing sql does is kept.
+CREATE OR REPLACE FUNCTION etl_test.refused(p_sql text, p_code text, p_pattern text, p_description text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  v record := etl_test.probe(p_sql);
+BEGIN
+  IF v.code = p_code AND v.message LIKE p_pattern THEN
+    RETURN ok(true, p_description);
+  END IF;
+  RETURN ok(false, p_description) || E'\n' || diag(
+    '    caught: ' || CASE WHEN v.code = '00000' THEN 'no error' ELSE v.code || ': ' || v.message END || E'\n' ||
+    '    wanted: ' || p_code || ': ' || p_pattern);
+END
+$$;

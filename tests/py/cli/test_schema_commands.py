@@ -1,0 +1,131 @@
+"""init, init-db, migrate and doctor through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from etlcraft.engine.db import EngineDB
+from tests.py.support.cli import etl_craft
+
+pytestmark = pytest.mark.process
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    done = etl_craft("init", "demo", cwd=tmp_path)
+    assert done.code == 0, done.err
+    return tmp_path / "demo"
+
+
+def test_init_then_migrate_creates_the_example_metadata(project: Path) -> None:
+    done = etl_craft("migrate", cwd=project)
+    assert done.code == 0, done.err
+    assert done.out.splitlines()[1:] == [
+        "  applied    ENGINE 0001 engine_schema",
+        "  refreshed  functions and triggers: 000_context, 005_reference, 090_guards",
+        "  applied    PROJECT 0001_example.sql: CFG_PIPELINES +1, CFG_PROJECTS +1, CFG_TASKS +3, "
+        "CFG_TASK_DEPENDENCY +2, CFG_TASK_PARAMETERS +1",
+        "schema version 0001",
+    ]
+    db = EngineDB(f"sqlite:///{project / '.etl-craft' / 'engine.db'}")
+    with db.read() as conn:
+        actions = conn.execute(sa.text("SELECT ACTOR, ACTOR_KIND, COMMAND FROM AUD_ACTIONS")).all()
+        actors = conn.execute(sa.text("SELECT DISTINCT ACTOR, MIGRATION FROM AUD_METADATA_CHANGES")).all()
+    db.dispose()
+    assert [tuple(a) for a in actions] == [("tester@cli", "HUMAN", "migrate")]
+    assert [tuple(a) for a in actors] == [("tester@cli", "0001_example.sql")]
+
+
+def test_init_db_twice_is_a_no_op_the_second_time(project: Path) -> None:
+    first = etl_craft("init-db", "--format", "json", cwd=project)
+    second = etl_craft("init-db", "--format", "json", cwd=project)
+    assert first.code == second.code == 0, first.err + second.err
+    assert [m["version"] for m in json.loads(first.out)["applied"]] == ["0001"]
+    doc = json.loads(second.out)
+    assert (doc["schema"], doc["applied"], doc["refreshed"], doc["project"]) == (
+        "etl-craft/migration-report/1", [], [], [])
+    assert "is up to date (schema version 0001); nothing to apply" in etl_craft("init-db", cwd=project).out
+
+
+def test_editing_an_applied_migration_makes_migrate_refuse(project: Path) -> None:
+    assert etl_craft("migrate", cwd=project).code == 0
+    migration = project / "migrations" / "0001_example.sql"
+    migration.write_text(migration.read_text() + "\n-- an afterthought\n")
+    done = etl_craft("migrate", cwd=project)
+    assert done.code == 5
+    assert done.err.startswith(f"error: PROJECT migration {migration} was applied with checksum ")
+    assert "restore the file as it was" in done.err and "new numbered migration" in done.err
+
+
+def test_doctor_on_a_fresh_project(project: Path) -> None:
+    not_ready = etl_craft("doctor", cwd=project)
+    assert not_ready.code == 6
+    path = project / ".etl-craft" / "engine.db"
+    assert f"fail  connection: the Engine DB file {path} does not exist yet" in not_ready.out
+    assert "remedy: run etl-craft init-db" in not_ready.out
+    assert not path.exists(), "doctor creates nothing"
+    etl_craft("migrate", cwd=project)
+    done = etl_craft("doctor", "--format", "json", cwd=project)
+    assert done.code == 0, done.out
+    doc = json.loads(done.out)
+    assert doc["schema"] == "etl-craft/doctor/1" and doc["healthy"] is True
+    assert [c["name"] for c in doc["checks"]] == ["connection", "schema", "file"]
+
+
+def test_doctor_warns_about_a_group_writable_sqlite_file(project: Path) -> None:
+    etl_craft("init-db", cwd=project)
+    path = project / ".etl-craft" / "engine.db"
+    os.chmod(path, 0o664)
+    done = etl_craft("doctor", cwd=project)
+    assert done.code == 0
+    assert f"warn  file: writable by group or others: {path} (mode -rw-rw-r--)" in done.out
+    assert f"remedy: chmod go-w {path}" in done.out
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("", "the variable ETL_CRAFT_ACTOR is empty"),
+    ("a" * 129, "the variable ETL_CRAFT_ACTOR is 129 characters long; at most 128 are allowed"),
+    ("bob\nmallory", "the variable ETL_CRAFT_ACTOR holds the control character '\\n'"),
+])
+def test_an_invalid_actor_is_refused_naming_the_variable(project: Path, value: str, message: str) -> None:
+    done = etl_craft("init-db", cwd=project, env={"ETL_CRAFT_ACTOR": value})
+    assert done.code == 3
+    assert message in done.err
+    assert not (project / ".etl-craft" / "engine.db").exists(), "nothing is written for a refused actor"
+
+
+def test_without_a_project_or_url_the_error_says_what_to_do(tmp_path: Path) -> None:
+    done = etl_craft("init-db", cwd=tmp_path)
+    assert done.code == 3
+    assert done.err == (f"error: {tmp_path / 'craft-connector.yml'} does not exist; create a project with "
+                        "etl-craft init DIR, or pass --project DIR\n")
+
+
+@pytest.mark.postgres
+def test_engine_url_on_postgres_and_doctor_reports_an_extra_grant(empty_pg_url: str, tmp_path: Path) -> None:
+    url = empty_pg_url
+    done = etl_craft("--engine-url", url, "init-db", cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert etl_craft("--engine-url", url, "doctor", cwd=tmp_path).code == 0
+    role = f"etlcraft_reader_{uuid.uuid4().hex[:8]}"
+    plain = url.replace("postgresql+psycopg", "postgresql")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT USAGE ON SCHEMA etl_craft TO {role}")
+        conn.execute(f"GRANT INSERT, UPDATE ON etl_craft.cfg_tasks TO {role}")
+    try:
+        done = etl_craft("--engine-url", url, "doctor", cwd=tmp_path)
+        assert done.code == 6
+        assert f"fail  grants: {role} can INSERT, UPDATE etl_craft.CFG_TASKS" in done.out
+        assert f"remedy: REVOKE INSERT, UPDATE ON etl_craft.cfg_tasks FROM {role};" in done.out
+    finally:
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")

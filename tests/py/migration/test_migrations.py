@@ -1,0 +1,249 @@
+"""The migration runner: idempotent, immutable once applied, one transaction, the same catalog by every path."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+import etlcraft.engine.migrations as migrations
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.errors import MigrationError
+from etlcraft.core.states import ActorKind
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.migrations import engine_migrations, migrate
+from tests.py.support.catalog import snapshot
+
+ACTOR = Actor("tester@pytest", ActorKind.HUMAN)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def empty_db(request: pytest.FixtureRequest, tmp_path: Path) -> EngineDB:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}" if request.param == "sqlite" else request.getfixturevalue("empty_pg_url")
+    db = EngineDB(url)
+    request.addfinalizer(db.dispose)
+    return db
+
+
+@pytest.fixture
+def second_empty_db(empty_db: EngineDB, request: pytest.FixtureRequest, tmp_path: Path) -> EngineDB:
+    url = f"sqlite:///{tmp_path / 'other.db'}" if not empty_db.is_postgres else request.getfixturevalue("empty_pg_url")
+    db = EngineDB(url)
+    request.addfinalizer(db.dispose)
+    return db
+
+
+def _ledger(db: EngineDB) -> list[tuple]:
+    with db.read() as conn:
+        sql = f"SELECT STREAM, VERSION, KIND, CHECKSUM, APPLIED_AT FROM {db.qualify('SCHEMA_MIGRATIONS')} ORDER BY 1, 2"
+        return [tuple(r) for r in conn.execute(sa.text(sql))]
+
+
+def _write_project(tmp_path: Path, files: dict[str, str]) -> Path:
+    project = tmp_path / "project"
+    (project / "migrations").mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (project / "migrations" / name).write_text(text, encoding="utf-8")
+    return project
+
+
+EXAMPLE = """
+INSERT INTO CFG_PROJECTS (PROJECT_CODE) VALUES ('demo');
+INSERT INTO CFG_PIPELINES (PROJECT_ID, PIPELINE_CODE) SELECT PROJECT_ID, 'orders' FROM CFG_PROJECTS;
+"""
+
+
+def test_init_db_twice_changes_nothing_the_second_time(empty_db: EngineDB) -> None:
+    with acting_as(ACTOR):
+        first = migrate(empty_db)
+        ledger = _ledger(empty_db)
+        second = migrate(empty_db)
+    assert [m.version for m in first.applied] == ["0001"]
+    assert [m.name for m in first.refreshed] == ["000_context", "005_reference", "090_guards"]
+    assert not second.changed_anything
+    assert _ledger(empty_db) == ledger
+
+
+def test_b33_stepwise_upgrade_and_fresh_init_give_identical_catalogs(
+    empty_db: EngineDB, second_empty_db: EngineDB
+) -> None:
+    """One database migrated release by release (each version in its own run, as upgrades happen), the other
+    created in one init-db: columns, defaults, named constraints, indexes, triggers and functions agree."""
+    with acting_as(ACTOR):
+        for migration in engine_migrations(empty_db.dialect, empty_db.schema):
+            migrate(empty_db, up_to=migration.version)
+        migrate(empty_db)
+        migrate(second_empty_db)
+    assert snapshot(empty_db) == snapshot(second_empty_db)
+
+
+def test_migrate_with_a_project_builds_the_same_engine_catalog_as_init_db(
+    empty_db: EngineDB, second_empty_db: EngineDB, tmp_path: Path
+) -> None:
+    with acting_as(ACTOR):
+        migrate(empty_db, project_dir=_write_project(tmp_path, {"0001_example.sql": EXAMPLE}))
+        migrate(second_empty_db)
+    assert snapshot(empty_db) == snapshot(second_empty_db)
+
+
+def test_project_migrations_are_applied_once_and_recorded(empty_db: EngineDB, tmp_path: Path) -> None:
+    project = _write_project(tmp_path, {"0001_example.sql": EXAMPLE})
+    with acting_as(ACTOR):
+        report = migrate(empty_db, project_dir=project)
+        again = migrate(empty_db, project_dir=project)
+    assert [(m.name, changes) for m, changes in report.project] == [
+        ("0001_example.sql", {("CFG_PIPELINES", "INSERT"): 1, ("CFG_PROJECTS", "INSERT"): 1})
+    ]
+    assert not again.changed_anything
+    with empty_db.read() as conn:
+        changes = conn.execute(sa.text(
+            f"SELECT ACTOR, MIGRATION, TABLE_NAME FROM {empty_db.qualify('AUD_METADATA_CHANGES')} ORDER BY CHANGE_ID"
+        )).all()
+        actions = conn.execute(sa.text(f"SELECT ACTOR, COMMAND FROM {empty_db.qualify('AUD_ACTIONS')}")).all()
+    assert [tuple(c) for c in changes] == [
+        ("tester@pytest", "0001_example.sql", "CFG_PROJECTS"), ("tester@pytest", "0001_example.sql", "CFG_PIPELINES")
+    ]
+    assert [tuple(a) for a in actions] == [("tester@pytest", "migrate")]
+
+
+def test_an_edited_applied_project_migration_is_refused_naming_both_checksums(
+    empty_db: EngineDB, tmp_path: Path
+) -> None:
+    project = _write_project(tmp_path, {"0001_example.sql": EXAMPLE})
+    with acting_as(ACTOR):
+        report = migrate(empty_db, project_dir=project)
+    old = report.project[0][0].checksum
+    path = project / "migrations" / "0001_example.sql"
+    path.write_text(EXAMPLE.replace("orders", "invoices"), encoding="utf-8")
+    new = migrations.project_migrations(project / "migrations")[0].checksum
+    with pytest.raises(MigrationError) as raised, acting_as(ACTOR):
+        migrate(empty_db, project_dir=project)
+    assert str(raised.value) == (
+        f"PROJECT migration {path} was applied with checksum {old}, but the file now has checksum {new}; "
+        "applied migrations are immutable: restore the file as it was (for example with git checkout) and put "
+        "the change in a new numbered migration"
+    )
+
+
+def test_an_edited_applied_engine_migration_is_refused(empty_db: EngineDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    with acting_as(ACTOR):
+        migrate(empty_db)
+    real_render = migrations.render
+
+    def edited(template: str, *args: object, **kwargs: object) -> str:
+        text = real_render(template, *args, **kwargs)  # type: ignore[arg-type]
+        return text + "-- edited\n" if template.startswith("migrations/0001") else text
+
+    monkeypatch.setattr(migrations, "render", edited)
+    with pytest.raises(MigrationError, match=r"ENGINE migration sql/migrations/0001_engine_schema.sql.j2 was applied"
+                                             r" with checksum [0-9a-f]{64}, but the file now has checksum"):
+        with acting_as(ACTOR):
+            migrate(empty_db)
+
+
+def test_a_changed_function_template_is_reapplied(empty_db: EngineDB, monkeypatch: pytest.MonkeyPatch) -> None:
+    with acting_as(ACTOR):
+        migrate(empty_db)
+    real_render = migrations.render
+
+    def changed(template: str, *args: object, **kwargs: object) -> str:
+        text = real_render(template, *args, **kwargs)  # type: ignore[arg-type]
+        return text + "-- changed\n" if template == "functions/005_reference.sql.j2" else text
+
+    monkeypatch.setattr(migrations, "render", changed)
+    with acting_as(ACTOR):
+        report = migrate(empty_db)
+        again = migrate(empty_db)
+    assert [m.name for m in report.refreshed] == ["005_reference"]
+    assert not again.changed_anything
+
+
+def test_an_unknown_applied_project_migration_is_refused(empty_db: EngineDB, tmp_path: Path) -> None:
+    project = _write_project(tmp_path, {"0001_example.sql": EXAMPLE})
+    with acting_as(ACTOR):
+        migrate(empty_db, project_dir=project)
+    (project / "migrations" / "0001_example.sql").unlink()
+    with pytest.raises(MigrationError, match="PROJECT migration 0001 applied, which the project's migrations/ folder"
+                                             " does not have; restore the file"), acting_as(ACTOR):
+        migrate(empty_db, project_dir=project)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("CREATE TABLE CFG_EXTRA (ID INT);",
+     "statement 1 (line 1) is a CREATE of CFG_EXTRA; project migrations change metadata only"),
+    ("INSERT INTO CFG_PROJECTS (PROJECT_CODE) VALUES ('a');\nDELETE FROM AUD_ACTIONS;",
+     "statement 2 (line 2) is a DELETE of AUD_ACTIONS; project migrations change metadata only"),
+    ("UPDATE SCHEMA_MIGRATIONS SET CHECKSUM = 'x';",
+     "statement 1 (line 1) is an UPDATE of SCHEMA_MIGRATIONS; project migrations change metadata only"),
+    ("INSERT INTO CFG_PROJECTS (PROJECT_CODE VALUES ('a');", "statement 1 (line 1) is not valid SQL"),
+    ("-- nothing here\n", "holds no SQL statement"),
+])
+def test_project_migrations_change_metadata_only_and_a_refusal_writes_nothing(
+    empty_db: EngineDB, tmp_path: Path, text: str, message: str
+) -> None:
+    project = _write_project(tmp_path, {"0001_ok.sql": EXAMPLE, "0002_bad.sql": text})
+    with pytest.raises(MigrationError, match=message.replace("(", r"\(").replace(")", r"\)")), acting_as(ACTOR):
+        migrate(empty_db, project_dir=project)
+    with empty_db.read() as conn:
+        assert not conn.execute(sa.text(
+            "SELECT to_regclass('etl_craft.schema_migrations')" if empty_db.is_postgres
+            else "SELECT name FROM sqlite_master WHERE name = 'SCHEMA_MIGRATIONS'")).scalar()
+
+
+def test_a_failing_statement_rolls_back_the_whole_migration_run(empty_db: EngineDB, tmp_path: Path) -> None:
+    with acting_as(ACTOR):
+        migrate(empty_db)
+    project = _write_project(tmp_path, {
+        "0001_ok.sql": EXAMPLE,
+        "0002_breaks.sql": "INSERT INTO CFG_POOLS (POOL_NAME) VALUES ('fine');\n"
+                           "INSERT INTO CFG_POOLS (POOL_NAME) VALUES ('not an identifier');",
+    })
+    with pytest.raises(Exception, match="pool_name_is_identifier"), acting_as(ACTOR):
+        migrate(empty_db, project_dir=project)
+    with empty_db.read() as conn:
+        for table in ("CFG_PROJECTS", "CFG_POOLS", "AUD_METADATA_CHANGES"):
+            assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {empty_db.qualify(table)}")).scalar() == 0, table
+        assert conn.execute(sa.text(
+            f"SELECT COUNT(*) FROM {empty_db.qualify('SCHEMA_MIGRATIONS')} WHERE STREAM = 'PROJECT'")).scalar() == 0
+
+
+@pytest.mark.parametrize("name", ["1_short.sql", "0001-dash.sql", "0001_x.SQL", "notes.txt"])
+def test_badly_named_project_files_are_refused(tmp_path: Path, name: str) -> None:
+    project = _write_project(tmp_path, {name: EXAMPLE})
+    with pytest.raises(MigrationError, match="is not a migration file name; expected NNNN_name.sql"):
+        migrations.project_migrations(project / "migrations")
+
+
+def test_two_files_with_one_number_are_refused(tmp_path: Path) -> None:
+    project = _write_project(tmp_path, {"0001_a.sql": EXAMPLE, "0001_b.sql": EXAMPLE})
+    with pytest.raises(MigrationError, match="0001_b.sql and 0001_a.sql share the number 0001"):
+        migrations.project_migrations(project / "migrations")
+
+
+@pytest.mark.postgres
+def test_concurrent_init_db_on_postgres_applies_once(empty_pg_url: str) -> None:
+    """Two init-db at once: the migration lock serializes them; one applies, the other finds nothing to do."""
+    reports: list[object] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def run() -> None:
+        db = EngineDB(empty_pg_url)
+        try:
+            barrier.wait()
+            with acting_as(ACTOR):
+                reports.append(migrate(db))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            db.dispose()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(len(r.applied) for r in reports) == [0, 1]  # type: ignore[attr-defined]

@@ -1,0 +1,24 @@
+"""Drive the real etl-craft command line in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def etl_craft(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> Result:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    environ.update({"ETL_CRAFT_ACTOR": "tester@cli", "COLUMNS": "200", **(env or {})})
+    done = subprocess.run([sys.executable, "-m", "etlcraft", *args], cwd=cwd, env=environ, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    return Result(done.returncode, done.stdout, done.stderr)

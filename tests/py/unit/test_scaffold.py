@@ -1,0 +1,333 @@
+"""etl-craft init: the project layout, idempotence, refusing to overwrite, and project codes."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from etlcraft.config.loader import load_config
+from etlcraft.core.errors import UsageError
+from etlcraft.services.scaffold import project_code_for, scaffold
+
+FILES = {
+    "craft-connector.yml",
+    ".env.example",
+    ".gitignore",
+    "migrations/0001_example.sql",
+    "sql_files/load_customers.sql",
+    "sql_files/load_orders.sql",
+    "sql_files/customer_totals.sql",
+}
+FOLDERS = {"migrations", "sql_files", "ingestion_scripts", "tests"}
+
+
+def tree(directory: Path) -> set[str]:
+    """Every file and folder under `directory`, as posix paths relative to it."""
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*")}
+
+
+def snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.relative_to(directory).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in directory.rglob("*")
+        if p.is_file()
+    }
+
+
+def conflict_message(target: Path) -> str:
+    return (
+        f"{target} already exists and differs from what etl-craft init writes; move it away or "
+        "choose another directory (nothing was written)"
+    )
+
+
+# ------------------------------------------------------------------------------------------ fresh project
+
+
+def test_scaffold_creates_the_files_and_folders(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    report = scaffold(project)
+    assert report.directory == project
+    assert report.project_code == "shop"
+    assert set(report.created) == FILES
+    assert len(report.created) == len(FILES)
+    assert report.unchanged == []
+    assert tree(project) == FILES | FOLDERS
+    for folder in FOLDERS:
+        assert (project / folder).is_dir()
+    assert list((project / "ingestion_scripts").iterdir()) == []
+    assert list((project / "tests").iterdir()) == []
+    assert not (project / ".env").exists()
+
+
+def test_the_example_migration_is_rendered_with_the_project_code(tmp_path: Path) -> None:
+    scaffold(tmp_path / "p", "sales_eu")
+    sql = (tmp_path / "p" / "migrations" / "0001_example.sql").read_text(encoding="utf-8")
+    assert "VALUES ('sales_eu', 'sales_eu')" in sql
+    assert "PROJECT_CODE = 'sales_eu'" in sql
+    assert "{{" not in sql and "}}" not in sql
+    assert "project_code" not in sql
+
+
+def test_every_scaffolded_file_is_free_of_template_syntax(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    for relative in FILES:
+        text = (tmp_path / relative).read_text(encoding="utf-8")
+        assert "{{" not in text and "{%" not in text, relative
+        assert text.endswith("\n"), relative
+
+
+def test_the_gitignore_keeps_secrets_and_local_state_out_of_git(tmp_path: Path) -> None:
+    scaffold(tmp_path)
+    ignored = (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert ".env" in ignored
+    assert ".etl-craft/" in ignored
+
+
+def test_the_env_example_names_the_variables_without_values(tmp_path: Path) -> None:
+    scaffold(tmp_path)
+    lines = (tmp_path / ".env.example").read_text(encoding="utf-8").splitlines()
+    assert "# ETL_CRAFT_ENGINE_PASSWORD=" in lines
+    assert "# ETL_CRAFT_WAREHOUSE_PASSWORD=" in lines
+    assert all(line.startswith("#") or not line.strip() for line in lines)
+
+
+def test_a_relative_directory_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    report = scaffold(Path("rel"))
+    assert report.directory == tmp_path / "rel"
+    assert report.directory.is_absolute()
+    assert (tmp_path / "rel" / "craft-connector.yml").is_file()
+
+
+def test_an_existing_empty_directory_is_filled(tmp_path: Path) -> None:
+    report = scaffold(tmp_path)
+    assert set(report.created) == FILES
+    assert tree(tmp_path) == FILES | FOLDERS
+
+
+def test_unrelated_files_in_the_directory_are_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("mine\n", encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_mine.py").write_text("x = 1\n", encoding="utf-8")
+    scaffold(tmp_path)
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "mine\n"
+    assert (tmp_path / "tests" / "test_mine.py").read_text(encoding="utf-8") == "x = 1\n"
+
+
+# ---------------------------------------------------------------------------- the scaffolded config loads
+
+
+def test_the_scaffolded_config_loads_with_a_sqlite_engine_and_duckdb_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(os.environ):
+        if name != "PYTEST_CURRENT_TEST":
+            monkeypatch.delenv(name)
+    project = tmp_path / "proj"
+    scaffold(project)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    config = load_config(project)
+    assert config.engine.dialect == "sqlite"
+    assert config.engine.path == project / ".etl-craft" / "engine.db"
+    assert config.engine.secret is None
+    assert config.warehouse.dialect == "duckdb"
+    assert config.warehouse.path is not None
+    assert config.warehouse.path.parent == project
+    assert config.warehouse.path.suffix == ".duckdb"
+    assert config.warehouse.secret is None
+
+
+def test_two_scaffolded_projects_have_the_same_config_fingerprint(tmp_path: Path) -> None:
+    scaffold(tmp_path / "a", "alpha")
+    scaffold(tmp_path / "b", "beta")
+    assert load_config(tmp_path / "a").sha256 == load_config(tmp_path / "b").sha256
+
+
+# -------------------------------------------------------------------------------------------- idempotence
+
+
+def test_a_second_scaffold_changes_nothing(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    before = snapshot(tmp_path)
+    report = scaffold(tmp_path, "shop")
+    assert report.created == []
+    assert set(report.unchanged) == FILES
+    assert len(report.unchanged) == len(FILES)
+    assert snapshot(tmp_path) == before
+    assert tree(tmp_path) == FILES | FOLDERS
+
+
+def test_missing_files_are_recreated_and_present_ones_reported_unchanged(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    (tmp_path / "sql_files" / "load_orders.sql").unlink()
+    (tmp_path / ".gitignore").unlink()
+    (tmp_path / "ingestion_scripts").rmdir()
+    report = scaffold(tmp_path, "shop")
+    assert sorted(report.created) == [".gitignore", "sql_files/load_orders.sql"]
+    assert set(report.unchanged) == FILES - {".gitignore", "sql_files/load_orders.sql"}
+    assert tree(tmp_path) == FILES | FOLDERS
+
+
+# ------------------------------------------------------------------------------ refusing to overwrite
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        ".gitignore",
+        "craft-connector.yml",
+        ".env.example",
+        "migrations/0001_example.sql",
+        "sql_files/load_orders.sql",
+    ],
+)
+def test_an_existing_different_file_is_refused_before_anything_is_written(
+    tmp_path: Path, relative: str
+) -> None:
+    target = tmp_path / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("my own content\n", encoding="utf-8")
+    before = tree(tmp_path)
+    with pytest.raises(UsageError) as info:
+        scaffold(tmp_path)
+    assert str(info.value) == conflict_message(target)
+    assert info.value.exit_code == 2
+    assert tree(tmp_path) == before
+    assert target.read_text(encoding="utf-8") == "my own content\n"
+
+
+def test_a_file_edited_after_scaffolding_is_refused_and_kept(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    config = tmp_path / "craft-connector.yml"
+    edited = config.read_text(encoding="utf-8") + "# my change\n"
+    config.write_text(edited, encoding="utf-8")
+    (tmp_path / "sql_files" / "load_orders.sql").unlink()
+    with pytest.raises(UsageError, match="^" + re.escape(conflict_message(config)) + "$"):
+        scaffold(tmp_path, "shop")
+    assert config.read_text(encoding="utf-8") == edited
+    assert not (tmp_path / "sql_files" / "load_orders.sql").exists()
+
+
+def test_another_project_code_conflicts_with_the_rendered_migration(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop")
+    before = snapshot(tmp_path)
+    with pytest.raises(UsageError) as info:
+        scaffold(tmp_path, "other")
+    assert str(info.value) == conflict_message(tmp_path / "migrations" / "0001_example.sql")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_folder_where_a_file_belongs_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "craft-connector.yml").mkdir()
+    with pytest.raises(UsageError) as info:
+        scaffold(tmp_path)
+    assert str(info.value) == conflict_message(tmp_path / "craft-connector.yml")
+    assert tree(tmp_path) == {"craft-connector.yml"}
+
+
+def test_an_existing_file_that_is_not_utf8_is_refused_as_different(tmp_path: Path) -> None:
+    target = tmp_path / ".gitignore"
+    target.write_bytes(b"\xff\xfe.env\n")
+    with pytest.raises(UsageError) as info:
+        scaffold(tmp_path)
+    assert str(info.value) == conflict_message(target)
+    assert tree(tmp_path) == {".gitignore"}
+
+
+@pytest.mark.parametrize("folder", sorted(FOLDERS))
+def test_a_file_where_a_folder_belongs_is_refused_before_anything_is_written(
+    tmp_path: Path, folder: str
+) -> None:
+    (tmp_path / folder).write_text("not a folder\n", encoding="utf-8")
+    with pytest.raises(UsageError) as info:
+        scaffold(tmp_path)
+    assert str(tmp_path / folder) in str(info.value)
+    assert tree(tmp_path) == {folder}
+
+
+# ------------------------------------------------------------------------------------------ project codes
+
+
+@pytest.mark.parametrize(
+    ("folder", "code"),
+    [
+        ("my-project", "my_project"),
+        ("9lives", "p_9lives"),
+        ("shop", "shop"),
+        ("Sales_2024", "Sales_2024"),
+        ("my project", "my_project"),
+        ("a.b.c", "a_b_c"),
+        ("café", "caf_"),
+        ("_private", "p__private"),
+        ("-", "p__"),
+    ],
+)
+def test_project_code_for_derives_an_identifier_from_the_folder(
+    tmp_path: Path, folder: str, code: str
+) -> None:
+    assert project_code_for(tmp_path / folder) == code
+
+
+def test_project_code_for_a_very_long_folder_name_is_a_valid_code(tmp_path: Path) -> None:
+    code = project_code_for(tmp_path / ("9" * 300))
+    assert code == "p_" + "9" * 120
+    scaffold(tmp_path / "p", code)
+
+
+def test_project_code_for_a_relative_folder_uses_its_real_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my-project").mkdir()
+    monkeypatch.chdir(tmp_path / "my-project")
+    assert project_code_for(Path(".")) == "my_project"
+
+
+def test_without_a_code_scaffold_uses_the_folder_name(tmp_path: Path) -> None:
+    report = scaffold(tmp_path / "9-lives")
+    assert report.project_code == "p_9_lives"
+    sql = (tmp_path / "9-lives" / "migrations" / "0001_example.sql").read_text(encoding="utf-8")
+    assert "VALUES ('p_9_lives', 'p_9_lives')" in sql
+
+
+def test_an_explicit_code_wins_over_the_folder_name(tmp_path: Path) -> None:
+    assert scaffold(tmp_path / "my-project", "shop").project_code == "shop"
+
+
+@pytest.mark.parametrize("code", ["a", "A1", "shop_eu_2", "x" * 128])
+def test_a_valid_explicit_code_is_accepted(tmp_path: Path, code: str) -> None:
+    report = scaffold(tmp_path / "p", code)
+    assert report.project_code == code
+    assert f"VALUES ('{code}', '{code}')" in (tmp_path / "p" / "migrations" / "0001_example.sql").read_text(
+        encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        pytest.param("9lives", "'9lives'", id="starts-with-digit"),
+        pytest.param("_shop", "'_shop'", id="starts-with-underscore"),
+        pytest.param("my-project", "'my-project'", id="hyphen"),
+        pytest.param("my project", "'my project'", id="space"),
+        pytest.param("café", "'café'", id="non-ascii"),
+        pytest.param(
+            "x'); DROP TABLE CFG_PROJECTS; --", '"x\'); DROP TABLE CFG_PROJECTS; --"', id="sql-quote"
+        ),
+        pytest.param("x" * 129, "'" + "x" * 129 + "'", id="129-characters"),
+        pytest.param("", "''", id="empty"),
+        pytest.param("shop\n", "'shop\\n'", id="trailing-newline"),
+    ],
+)
+def test_an_invalid_explicit_code_is_refused(tmp_path: Path, code: str, shown: str) -> None:
+    project = tmp_path / "p"
+    with pytest.raises(UsageError) as info:
+        scaffold(project, code)
+    assert str(info.value) == (
+        f"the project code {shown} is not an identifier; use a letter, then letters, digits or _"
+    )
+    assert not project.exists()

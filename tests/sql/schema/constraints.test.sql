@@ -1,0 +1,308 @@
+-- Proves every named CHECK rule of 0001_engine_schema exists on its table and refuses a row that breaks it (23514,
+-- naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
+-- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
+BEGIN;
+SELECT etl_test.serialize();
+SELECT plan(156);
+
+SELECT etl_test.act();
+SELECT etl_test.seed();
+
+-- Every CHECK constraint the migration declares, by table.
+CREATE TEMP TABLE expected_checks (tbl name, con name) ON COMMIT DROP;
+INSERT INTO expected_checks VALUES
+  ('schema_migrations', 'stream_is_valid'), ('schema_migrations', 'kind_is_valid'),
+  ('eng_statuses', 'is_terminal_is_y_or_n'),
+  ('cfg_projects', 'code_is_identifier'), ('cfg_projects', 'max_running_tasks_is_positive'),
+  ('cfg_projects', 'active_flag_is_y_or_n'),
+  ('cfg_pools', 'pool_name_is_identifier'), ('cfg_pools', 'active_flag_is_y_or_n'),
+  ('cfg_pipelines', 'code_is_identifier'), ('cfg_pipelines', 'catchup_is_y_or_n'),
+  ('cfg_pipelines', 'max_catchup_runs_is_positive'), ('cfg_pipelines', 'overlap_policy_is_valid'),
+  ('cfg_pipelines', 'sla_minutes_is_positive'), ('cfg_pipelines', 'max_parallel_tasks_is_positive'),
+  ('cfg_pipelines', 'active_flag_is_y_or_n'),
+  ('cfg_tasks', 'code_is_identifier'), ('cfg_tasks', 'handler_is_valid'), ('cfg_tasks', 'action_is_valid'),
+  ('cfg_tasks', 'run_condition_is_valid'), ('cfg_tasks', 'active_flag_is_y_or_n'),
+  ('cfg_tasks', 'sql_tasks_have_an_action'), ('cfg_tasks', 'sql_tasks_have_a_file'),
+  ('cfg_tasks', 'python_tasks_have_a_script'),
+  ('cfg_task_parameters', 'parameter_name_is_identifier'), ('cfg_task_parameters', 'active_flag_is_y_or_n'),
+  ('cfg_pipeline_dependency', 'dependency_type_is_valid'), ('cfg_pipeline_dependency', 'consume_repairs_is_y_or_n'),
+  ('cfg_pipeline_dependency', 'active_flag_is_y_or_n'), ('cfg_pipeline_dependency', 'not_self_dependent'),
+  ('cfg_task_dependency', 'dependency_type_is_valid'), ('cfg_task_dependency', 'consume_repairs_is_y_or_n'),
+  ('cfg_task_dependency', 'active_flag_is_y_or_n'), ('cfg_task_dependency', 'not_self_dependent'),
+  ('aud_pipelines_run_log', 'trigger_kind_is_valid'), ('aud_pipelines_run_log', 'status_is_valid'),
+  ('aud_pipelines_run_log', 'output_revision_is_positive'), ('aud_pipelines_run_log', 'repair_pending_is_y_or_n'),
+  ('aud_pipelines_run_log', 'sla_status_is_valid'), ('aud_pipelines_run_log', 'started_by_kind_is_valid'),
+  ('aud_pipelines_run_log', 'ended_by_kind_is_valid'), ('aud_pipelines_run_log', 'owner_has_a_lease'),
+  ('aud_task_run_log', 'status_is_valid'), ('aud_task_run_log', 'attempt_count_is_not_negative'),
+  ('aud_task_attempts', 'attempt_number_is_positive'), ('aud_task_attempts', 'status_is_valid'),
+  ('aud_task_attempts', 'slot_kind_is_valid'), ('aud_task_attempts', 'retryable_is_y_or_n'),
+  ('aud_task_attempts', 'requested_by_kind_is_valid'), ('aud_task_attempts', 'claimed_attempts_have_an_owner'),
+  ('aud_gate_decisions', 'result_is_valid'), ('aud_gate_decisions', 'decided_by_kind_is_valid'),
+  ('aud_gate_decisions', 'one_dependency_is_set'), ('aud_gate_decisions', 'satisfied_names_its_upstream'),
+  ('aud_dependency_consumption', 'consumed_revision_is_positive'), ('aud_dependency_consumption', 'one_dependency_is_set'),
+  ('aud_run_interventions', 'intervention_is_valid'), ('aud_run_interventions', 'requested_by_kind_is_valid'),
+  ('aud_pipeline_pauses', 'paused_by_kind_is_valid'), ('aud_pipeline_pauses', 'resumed_by_kind_is_valid'),
+  ('aud_pipeline_pauses', 'resume_names_its_actor'),
+  ('aud_actions', 'actor_kind_is_valid'), ('aud_actions', 'outcome_is_valid'),
+  ('aud_metadata_changes', 'actor_kind_is_valid'), ('aud_metadata_changes', 'operation_is_valid'),
+  ('aud_metadata_changes', 'images_match_operation'),
+  ('aud_task_offsets', 'offset_type_is_valid');
+
+-- 1 + 19: the full set of CHECK constraints, then has_check for each table that has any.
+SELECT set_eq(
+  $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+      JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
+  'SELECT tbl, con FROM expected_checks',
+  'etl_craft has exactly the 66 named CHECK constraints of the migration');
+SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
+  FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
+
+-- One violation per rule, each breaking only that rule, written with the marker set. UPDATEs change the seeded rows;
+-- append-only tables (their UPDATE is refused by EC002 first) get an INSERT. The transition guard refuses any
+-- status outside the state machine (EC010) before the CHECK runs, so the status_is_valid cases switch triggers off
+-- (session_replication_role = replica, reverted with the probe) to reach the CHECK behind it.
+CREATE TEMP TABLE violations (tbl name, con name, what text, stmt text) ON COMMIT DROP;
+INSERT INTO violations VALUES
+  ('schema_migrations', 'stream_is_valid', 'STREAM = OTHER',
+   $$INSERT INTO etl_craft.schema_migrations VALUES ('OTHER', '9999', 'x', 'VERSIONED', 'abc', now(), 'pgtap')$$),
+  ('schema_migrations', 'kind_is_valid', 'KIND = ONCE',
+   $$INSERT INTO etl_craft.schema_migrations VALUES ('PROJECT', '9999', 'x', 'ONCE', 'abc', now(), 'pgtap')$$),
+  ('eng_statuses', 'is_terminal_is_y_or_n', 'IS_TERMINAL = y (lower case)',
+   $$INSERT INTO etl_craft.eng_statuses VALUES ('RUN', 'PAUSED', 'y', NULL)$$),
+  ('cfg_projects', 'code_is_identifier', 'PROJECT_CODE = 1abc',
+   $$UPDATE etl_craft.cfg_projects SET project_code = '1abc'$$),
+  ('cfg_projects', 'max_running_tasks_is_positive', 'MAX_RUNNING_TASKS = 0',
+   $$UPDATE etl_craft.cfg_projects SET max_running_tasks = 0$$),
+  ('cfg_projects', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_projects SET active_flag = 'X'$$),
+  ('cfg_pools', 'pool_name_is_identifier', 'POOL_NAME = my pool',
+   $$UPDATE etl_craft.cfg_pools SET pool_name = 'my pool'$$),
+  ('cfg_pools', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = y',
+   $$UPDATE etl_craft.cfg_pools SET active_flag = 'y'$$),
+  ('cfg_pipelines', 'code_is_identifier', 'PIPELINE_CODE = up-pl',
+   $$UPDATE etl_craft.cfg_pipelines SET pipeline_code = 'up-pl' WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_pipelines', 'catchup_is_y_or_n', 'CATCHUP = X',
+   $$UPDATE etl_craft.cfg_pipelines SET catchup = 'X' WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_pipelines', 'max_catchup_runs_is_positive', 'MAX_CATCHUP_RUNS = 0',
+   $$UPDATE etl_craft.cfg_pipelines SET max_catchup_runs = 0 WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_pipelines', 'overlap_policy_is_valid', 'OVERLAP_POLICY = PARALLEL',
+   $$UPDATE etl_craft.cfg_pipelines SET overlap_policy = 'PARALLEL' WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_pipelines', 'sla_minutes_is_positive', 'SLA_MINUTES = 0',
+   $$UPDATE etl_craft.cfg_pipelines SET sla_minutes = 0 WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_pipelines', 'max_parallel_tasks_is_positive', 'MAX_PARALLEL_TASKS = 0',
+   $$UPDATE etl_craft.cfg_pipelines SET max_parallel_tasks = 0 WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_pipelines', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_pipelines SET active_flag = 'X' WHERE pipeline_code = 'up_pl'$$),
+  ('cfg_tasks', 'code_is_identifier', 'TASK_CODE = extract.v2',
+   $$UPDATE etl_craft.cfg_tasks SET task_code = 'extract.v2' WHERE task_code = 'extract'$$),
+  ('cfg_tasks', 'handler_is_valid', 'HANDLER = SHELL (a PYTHON task without ACTION)',
+   $$UPDATE etl_craft.cfg_tasks SET handler = 'SHELL' WHERE task_code = 'load'$$),
+  ('cfg_tasks', 'action_is_valid', 'ACTION = MERGE',
+   $$UPDATE etl_craft.cfg_tasks SET action = 'MERGE' WHERE task_code = 'extract'$$),
+  ('cfg_tasks', 'run_condition_is_valid', 'RUN_CONDITION = SOME',
+   $$UPDATE etl_craft.cfg_tasks SET run_condition = 'SOME' WHERE task_code = 'extract'$$),
+  ('cfg_tasks', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_tasks SET active_flag = 'X' WHERE task_code = 'extract'$$),
+  ('cfg_tasks', 'sql_tasks_have_an_action', 'a SQL task with ACTION NULL',
+   $$UPDATE etl_craft.cfg_tasks SET action = NULL WHERE task_code = 'extract'$$),
+  ('cfg_tasks', 'sql_tasks_have_an_action', 'a PYTHON task with an ACTION',
+   $$UPDATE etl_craft.cfg_tasks SET action = 'APPEND_TABLE' WHERE task_code = 'load'$$),
+  ('cfg_tasks', 'sql_tasks_have_a_file', 'a SQL task with SQL_FILE NULL',
+   $$UPDATE etl_craft.cfg_tasks SET sql_file = NULL WHERE task_code = 'extract'$$),
+  ('cfg_tasks', 'python_tasks_have_a_script', 'a PYTHON task with SCRIPT_FILE NULL',
+   $$UPDATE etl_craft.cfg_tasks SET script_file = NULL WHERE task_code = 'load'$$),
+  ('cfg_task_parameters', 'parameter_name_is_identifier', 'PARAMETER_NAME = merge key',
+   $$UPDATE etl_craft.cfg_task_parameters SET parameter_name = 'merge key'$$),
+  ('cfg_task_parameters', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_task_parameters SET active_flag = 'X'$$),
+  ('cfg_pipeline_dependency', 'dependency_type_is_valid', 'DEPENDENCY_TYPE = NEVER',
+   $$UPDATE etl_craft.cfg_pipeline_dependency SET dependency_type = 'NEVER'$$),
+  ('cfg_pipeline_dependency', 'consume_repairs_is_y_or_n', 'CONSUME_REPAIRS = X',
+   $$UPDATE etl_craft.cfg_pipeline_dependency SET consume_repairs = 'X'$$),
+  ('cfg_pipeline_dependency', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_pipeline_dependency SET active_flag = 'X'$$),
+  ('cfg_pipeline_dependency', 'not_self_dependent', 'a pipeline depending on itself',
+   $$UPDATE etl_craft.cfg_pipeline_dependency SET depends_on_pipeline_id = pipeline_id$$),
+  ('cfg_task_dependency', 'dependency_type_is_valid', 'DEPENDENCY_TYPE = NEVER',
+   $$UPDATE etl_craft.cfg_task_dependency SET dependency_type = 'NEVER'$$),
+  ('cfg_task_dependency', 'consume_repairs_is_y_or_n', 'CONSUME_REPAIRS = X',
+   $$UPDATE etl_craft.cfg_task_dependency SET consume_repairs = 'X'$$),
+  ('cfg_task_dependency', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_task_dependency SET active_flag = 'X'$$),
+  ('cfg_task_dependency', 'not_self_dependent', 'a task depending on itself',
+   $$UPDATE etl_craft.cfg_task_dependency SET depends_on_task_id = task_id$$),
+  ('aud_pipelines_run_log', 'trigger_kind_is_valid', 'TRIGGER_KIND = CRON',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET trigger_kind = 'CRON' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'status_is_valid', 'STATUS = PAUSED (transition guard off)',
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.aud_pipelines_run_log SET status = 'PAUSED' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'output_revision_is_positive', 'OUTPUT_REVISION = 0',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET output_revision = 0 WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'repair_pending_is_y_or_n', 'REPAIR_PENDING = X',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET repair_pending = 'X' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'sla_status_is_valid', 'SLA_STATUS = LATE',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET sla_status = 'LATE' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'started_by_kind_is_valid', 'STARTED_BY_KIND = ROBOT',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET started_by_kind = 'ROBOT' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'ended_by_kind_is_valid', 'ENDED_BY_KIND = ROBOT',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET ended_by_kind = 'ROBOT' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'owner_has_a_lease', 'OWNER_ID set, LEASE_EXPIRES_AT NULL',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET owner_id = 'w1' WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'owner_has_a_lease', 'LEASE_EXPIRES_AT set, OWNER_ID NULL',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET lease_expires_at = now() WHERE run_key = 'manual:up1'$$),
+  ('aud_task_run_log', 'status_is_valid', 'STATUS = QUEUED (transition guard off)',
+   $$SET LOCAL session_replication_role = replica; UPDATE etl_craft.aud_task_run_log SET status = 'QUEUED'$$),
+  ('aud_task_run_log', 'attempt_count_is_not_negative', 'ATTEMPT_COUNT = -1',
+   $$UPDATE etl_craft.aud_task_run_log SET attempt_count = -1$$),
+  ('aud_task_attempts', 'attempt_number_is_positive', 'ATTEMPT_NUMBER = 0',
+   $$UPDATE etl_craft.aud_task_attempts SET attempt_number = 0$$),
+  ('aud_task_attempts', 'status_is_valid', 'STATUS = IN-PROGRESS (transition guard off)',
+   $$SET LOCAL session_replication_role = replica; UPDATE etl_craft.aud_task_attempts SET status = 'IN-PROGRESS'$$),
+  ('aud_task_attempts', 'slot_kind_is_valid', 'SLOT_KIND = WAREHOUSE (upper case)',
+   $$UPDATE etl_craft.aud_task_attempts SET slot_kind = 'WAREHOUSE'$$),
+  ('aud_task_attempts', 'retryable_is_y_or_n', 'RETRYABLE = X',
+   $$UPDATE etl_craft.aud_task_attempts SET retryable = 'X'$$),
+  ('aud_task_attempts', 'requested_by_kind_is_valid', 'REQUESTED_BY_KIND = ROBOT',
+   $$UPDATE etl_craft.aud_task_attempts SET requested_by_kind = 'ROBOT'$$),
+  ('aud_task_attempts', 'claimed_attempts_have_an_owner', 'CLAIMED_AT set, OWNER_ID NULL',
+   $$UPDATE etl_craft.aud_task_attempts SET claimed_at = now()$$),
+  ('aud_gate_decisions', 'result_is_valid', 'RESULT = MAYBE',
+   $$INSERT INTO etl_craft.aud_gate_decisions
+       (pipeline_run_id, pipeline_dependency_id, result, reason, decided_at, decided_by, decided_by_kind)
+     SELECT pipeline_run_id, pipeline_dependency_id, 'MAYBE', 'r', now(), 'etl-craft', 'SYSTEM'
+       FROM etl_craft.aud_gate_decisions$$),
+  ('aud_gate_decisions', 'decided_by_kind_is_valid', 'DECIDED_BY_KIND = ROBOT',
+   $$INSERT INTO etl_craft.aud_gate_decisions
+       (pipeline_run_id, pipeline_dependency_id, result, reason, decided_at, decided_by, decided_by_kind)
+     SELECT pipeline_run_id, pipeline_dependency_id, 'UNSATISFIED', 'r', now(), 'etl-craft', 'ROBOT'
+       FROM etl_craft.aud_gate_decisions$$),
+  ('aud_gate_decisions', 'one_dependency_is_set', 'both a pipeline and a task dependency',
+   $$INSERT INTO etl_craft.aud_gate_decisions (pipeline_run_id, pipeline_dependency_id, task_dependency_id,
+       result, reason, decided_at, decided_by, decided_by_kind)
+     SELECT g.pipeline_run_id, g.pipeline_dependency_id, d.task_dependency_id, 'UNSATISFIED', 'r', now(),
+            'etl-craft', 'SYSTEM'
+       FROM etl_craft.aud_gate_decisions g CROSS JOIN etl_craft.cfg_task_dependency d$$),
+  ('aud_gate_decisions', 'one_dependency_is_set', 'neither a pipeline nor a task dependency',
+   $$INSERT INTO etl_craft.aud_gate_decisions
+       (pipeline_run_id, result, reason, decided_at, decided_by, decided_by_kind)
+     SELECT pipeline_run_id, 'UNSATISFIED', 'r', now(), 'etl-craft', 'SYSTEM' FROM etl_craft.aud_gate_decisions$$),
+  ('aud_gate_decisions', 'satisfied_names_its_upstream', 'SATISFIED without SELECTED_PIPELINE_RUN_ID',
+   $$INSERT INTO etl_craft.aud_gate_decisions (pipeline_run_id, pipeline_dependency_id, selected_revision,
+       result, reason, decided_at, decided_by, decided_by_kind)
+     SELECT pipeline_run_id, pipeline_dependency_id, 1, 'SATISFIED', 'r', now(), 'etl-craft', 'SYSTEM'
+       FROM etl_craft.aud_gate_decisions$$),
+  ('aud_gate_decisions', 'satisfied_names_its_upstream', 'SATISFIED without SELECTED_REVISION',
+   $$INSERT INTO etl_craft.aud_gate_decisions (pipeline_run_id, pipeline_dependency_id, selected_pipeline_run_id,
+       result, reason, decided_at, decided_by, decided_by_kind)
+     SELECT pipeline_run_id, pipeline_dependency_id, pipeline_run_id, 'SATISFIED', 'r', now(), 'etl-craft', 'SYSTEM'
+       FROM etl_craft.aud_gate_decisions$$),
+  ('aud_dependency_consumption', 'consumed_revision_is_positive', 'CONSUMED_REVISION = 0',
+   $$INSERT INTO etl_craft.aud_dependency_consumption
+       (pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
+     SELECT pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, 0, now()
+       FROM etl_craft.aud_dependency_consumption$$),
+  ('aud_dependency_consumption', 'one_dependency_is_set', 'neither a pipeline nor a task dependency',
+   $$INSERT INTO etl_craft.aud_dependency_consumption
+       (pipeline_run_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
+     SELECT pipeline_run_id, consumed_pipeline_run_id, 2, now() FROM etl_craft.aud_dependency_consumption$$),
+  ('aud_run_interventions', 'intervention_is_valid', 'INTERVENTION = UNDO',
+   $$INSERT INTO etl_craft.aud_run_interventions
+       (pipeline_run_id, intervention, requested_by, requested_by_kind, requested_at)
+     SELECT pipeline_run_id, 'UNDO', 'pgtap', 'HUMAN', now() FROM etl_craft.aud_run_interventions$$),
+  ('aud_run_interventions', 'requested_by_kind_is_valid', 'REQUESTED_BY_KIND = ROBOT',
+   $$INSERT INTO etl_craft.aud_run_interventions
+       (pipeline_run_id, intervention, requested_by, requested_by_kind, requested_at)
+     SELECT pipeline_run_id, 'MARK', 'pgtap', 'ROBOT', now() FROM etl_craft.aud_run_interventions$$),
+  ('aud_pipeline_pauses', 'paused_by_kind_is_valid', 'PAUSED_BY_KIND = ROBOT',
+   $$UPDATE etl_craft.aud_pipeline_pauses SET paused_by_kind = 'ROBOT'$$),
+  ('aud_pipeline_pauses', 'resumed_by_kind_is_valid', 'RESUMED_BY_KIND = ROBOT',
+   $$UPDATE etl_craft.aud_pipeline_pauses SET resumed_at = now(), resumed_by = 'pgtap', resumed_by_kind = 'ROBOT'$$),
+  ('aud_pipeline_pauses', 'resume_names_its_actor', 'RESUMED_AT set, RESUMED_BY NULL',
+   $$UPDATE etl_craft.aud_pipeline_pauses SET resumed_at = now()$$),
+  ('aud_actions', 'actor_kind_is_valid', 'ACTOR_KIND = ROBOT',
+   $$INSERT INTO etl_craft.aud_actions (started_at, actor, actor_kind, command, arguments)
+     VALUES (now(), 'pgtap', 'ROBOT', 'run', '{}')$$),
+  ('aud_actions', 'outcome_is_valid', 'OUTCOME = DONE',
+   $$INSERT INTO etl_craft.aud_actions (started_at, actor, actor_kind, command, arguments, outcome)
+     VALUES (now(), 'pgtap', 'HUMAN', 'run', '{}', 'DONE')$$),
+  ('aud_metadata_changes', 'actor_kind_is_valid', 'ACTOR_KIND = ROBOT',
+   $$INSERT INTO etl_craft.aud_metadata_changes
+       (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
+     VALUES (now(), 'pgtap', 'ROBOT', 'CFG_POOLS', 'POOL_ID=1', 'INSERT', NULL, '{}')$$),
+  ('aud_metadata_changes', 'operation_is_valid', 'OPERATION = UPSERT',
+   $$INSERT INTO etl_craft.aud_metadata_changes
+       (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
+     VALUES (now(), 'pgtap', 'HUMAN', 'CFG_POOLS', 'POOL_ID=1', 'UPSERT', '{}', '{}')$$),
+  ('aud_metadata_changes', 'images_match_operation', 'an INSERT with a BEFORE_JSON',
+   $$INSERT INTO etl_craft.aud_metadata_changes
+       (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
+     VALUES (now(), 'pgtap', 'HUMAN', 'CFG_POOLS', 'POOL_ID=1', 'INSERT', '{}', '{}')$$),
+  ('aud_metadata_changes', 'images_match_operation', 'a DELETE with an AFTER_JSON',
+   $$INSERT INTO etl_craft.aud_metadata_changes
+       (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
+     VALUES (now(), 'pgtap', 'HUMAN', 'CFG_POOLS', 'POOL_ID=1', 'DELETE', '{}', '{}')$$),
+  ('aud_metadata_changes', 'images_match_operation', 'an UPDATE without a BEFORE_JSON',
+   $$INSERT INTO etl_craft.aud_metadata_changes
+       (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
+     VALUES (now(), 'pgtap', 'HUMAN', 'CFG_POOLS', 'POOL_ID=1', 'UPDATE', NULL, '{}')$$),
+  ('aud_task_offsets', 'offset_type_is_valid', 'OFFSET_TYPE = FLOAT',
+   $$UPDATE etl_craft.aud_task_offsets SET offset_type = 'FLOAT'$$);
+
+-- 1: every CHECK constraint has at least one violation below (so none is left untried).
+SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',
+  'every CHECK constraint of the migration has a violation case');
+
+-- 74: each violation is refused with 23514 by the rule it breaks.
+SELECT throws_ok(stmt, '23514', format('new row for relation "%s" violates check constraint "%s"', tbl, con),
+  format('%s %s refuses %s (23514)', upper(tbl), con, what))
+  FROM violations ORDER BY tbl, con, what;
+
+-- Codes are identifiers: a letter, then letters, digits or _, at most 128 characters. Each bad code is tried on
+-- every identifier column: PROJECT_CODE, POOL_NAME, PIPELINE_CODE, TASK_CODE and PARAMETER_NAME.
+-- ONE_ROW picks one seeded row, so an accepted code cannot collide with a sibling's.
+CREATE TEMP TABLE code_columns (tbl name, col name, con name, one_row text) ON COMMIT DROP;
+INSERT INTO code_columns VALUES
+  ('cfg_projects', 'project_code', 'code_is_identifier', 'project_code = ''tp'''),
+  ('cfg_pools', 'pool_name', 'pool_name_is_identifier', 'pool_name = ''tpool'''),
+  ('cfg_pipelines', 'pipeline_code', 'code_is_identifier', 'pipeline_code = ''up_pl'''),
+  ('cfg_tasks', 'task_code', 'code_is_identifier', 'task_code = ''extract'''),
+  ('cfg_task_parameters', 'parameter_name', 'parameter_name_is_identifier', 'parameter_name = ''MERGE_KEY''');
+
+-- 5 x 9 = 45: shell text, a dunder name, a leading _, a leading digit, a trailing newline, a hyphen, a non-ASCII
+-- letter, a dot and the empty string are all refused by the identifier rule.
+SELECT throws_ok(
+  format('UPDATE etl_craft.%I SET %I = %L WHERE %s', c.tbl, c.col, b.code, c.one_row), '23514',
+  format('new row for relation "%s" violates check constraint "%s"', c.tbl, c.con),
+  format('%s.%s refuses the code %s (%s)', upper(c.tbl), upper(c.col), b.shown, c.con))
+  FROM code_columns c
+  CROSS JOIN (VALUES ('load $(touch x); echo', '''load $(touch x); echo'''), ('__init__', '''__init__'''),
+                     ('_x', '''_x'''), ('1abc', '''1abc'''), (E'abc\n', 'abc followed by a newline'),
+                     ('ab-c', '''ab-c'''), ('café', '''café'''), ('a.b', '''a.b'''), ('', 'the empty string'))
+             AS b(code, shown)
+ ORDER BY c.tbl, b.code;
+
+-- 5: a 129-character code does not fit (VARCHAR(128) refuses it before the rule runs).
+SELECT throws_ok(format('UPDATE etl_craft.%I SET %I = %L WHERE %s', tbl, col, 'a' || repeat('b', 128), one_row), '22001',
+  'value too long for type character varying(128)',
+  format('%s.%s refuses a 129-character code (22001)', upper(tbl), upper(col)))
+  FROM code_columns ORDER BY tbl;
+
+-- 5 + 5: Ab_1 and a 128-character code are accepted on every identifier column.
+SELECT lives_ok(format('UPDATE etl_craft.%I SET %I = %L WHERE %s', tbl, col, 'Ab_1', one_row),
+  format('%s.%s accepts the code Ab_1', upper(tbl), upper(col)))
+  FROM code_columns ORDER BY tbl;
+SELECT lives_ok(format('UPDATE etl_craft.%I SET %I = %L WHERE %s', tbl, col, 'A' || repeat('b_9', 42) || 'z', one_row),
+  format('%s.%s accepts a 128-character code', upper(tbl), upper(col)))
+  FROM code_columns ORDER BY tbl;
+
+-- 3: the values each STATUS CHECK allows are the entity's statuses in ENG_STATUSES (sql/state_machine.yaml).
+SELECT set_eq(
+  format($$SELECT m[1] FROM pg_constraint k, regexp_matches(pg_get_constraintdef(k.oid), '''([^'']+)''', 'g') m
+            WHERE k.conrelid = 'etl_craft.%I'::regclass AND k.conname = 'status_is_valid'$$, tbl),
+  format($$SELECT status FROM etl_craft.eng_statuses WHERE entity = %L$$, entity),
+  format('%s status_is_valid allows exactly the %s statuses of ENG_STATUSES', upper(tbl), entity))
+  FROM (VALUES ('aud_pipelines_run_log', 'RUN'), ('aud_task_run_log', 'TASK_RUN'),
+               ('aud_task_attempts', 'ATTEMPT')) AS e(tbl, entity);
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,292 @@
+-- Proves every index 0001_engine_schema names exists on its table with its columns, uniqueness and partial predicate,
+-- and that the unique ones refuse what they must (a second live attempt of a task run, a second run with the same
+-- (PIPELINE_ID, RUN_KEY), a second open pause, duplicate active codes, ...) while allowing what they must not refuse.
+BEGIN;
+SELECT etl_test.serialize();
+SELECT plan(141);
+
+-- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
+CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
+INSERT INTO expected_indexes VALUES
+  ('eng_transitions', 'ux_eng_transitions',
+   ARRAY['entity', 'COALESCE(from_status, ''''::character varying)', 'to_status'], true, NULL),
+  ('cfg_projects', 'ux_projects_code_active', ARRAY['project_code'], true, '((active_flag)::text = ''Y''::text)'),
+  ('cfg_pools', 'ux_pools_name_active', ARRAY['pool_name'], true, '((active_flag)::text = ''Y''::text)'),
+  ('cfg_pipelines', 'ux_pipelines_code_active', ARRAY['project_id', 'pipeline_code'], true,
+   '((active_flag)::text = ''Y''::text)'),
+  ('cfg_tasks', 'ux_tasks_code_active', ARRAY['pipeline_id', 'task_code'], true, '((active_flag)::text = ''Y''::text)'),
+  ('cfg_task_parameters', 'ux_task_parameters_active', ARRAY['task_id', 'parameter_name'], true,
+   '((active_flag)::text = ''Y''::text)'),
+  ('cfg_pipeline_dependency', 'ux_pipeline_dependency_active', ARRAY['pipeline_id', 'depends_on_pipeline_id'], true,
+   '((active_flag)::text = ''Y''::text)'),
+  ('cfg_pipeline_dependency', 'ix_pipeline_dependency_upstream', ARRAY['depends_on_pipeline_id'], false, NULL),
+  ('cfg_task_dependency', 'ux_task_dependency_active', ARRAY['task_id', 'depends_on_task_id'], true,
+   '((active_flag)::text = ''Y''::text)'),
+  ('cfg_task_dependency', 'ix_task_dependency_upstream', ARRAY['depends_on_task_id'], false, NULL),
+  ('aud_pipelines_run_log', 'ux_run_key', ARRAY['pipeline_id', 'run_key'], true, NULL),
+  ('aud_pipelines_run_log', 'ix_runs_active', ARRAY['pipeline_id'], false,
+   '((status)::text = ANY ((ARRAY[''QUEUED''::character varying, ''IN-PROGRESS''::character varying])::text[]))'),
+  ('aud_pipelines_run_log', 'ix_runs_lease', ARRAY['status', 'lease_expires_at'], false, NULL),
+  ('aud_task_run_log', 'ux_task_run_per_run', ARRAY['pipeline_run_id', 'task_id'], true, NULL),
+  ('aud_task_run_log', 'ix_task_runs_task', ARRAY['task_id', 'task_run_id'], false, NULL),
+  ('aud_task_attempts', 'ux_attempt_number', ARRAY['task_run_id', 'attempt_number'], true, NULL),
+  ('aud_task_attempts', 'ux_attempt_live', ARRAY['task_run_id'], true,
+   '((status)::text = ANY ((ARRAY[''QUEUED''::character varying, ''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
+  ('aud_task_attempts', 'ix_attempts_lease', ARRAY['status', 'lease_expires_at'], false, NULL),
+  ('aud_task_attempts', 'ix_attempts_queue', ARRAY['pool', 'slot_kind', 'priority', 'queued_at'], false,
+   '((status)::text = ''QUEUED''::text)'),
+  ('aud_gate_decisions', 'ix_gate_decisions_run', ARRAY['pipeline_run_id'], false, NULL),
+  ('aud_dependency_consumption', 'ux_consumption_once',
+   ARRAY['pipeline_run_id', 'COALESCE(pipeline_dependency_id, (0)::bigint)', 'COALESCE(task_dependency_id, (0)::bigint)',
+         'consumed_pipeline_run_id', 'consumed_revision'], true, NULL),
+  ('aud_dependency_consumption', 'ix_consumption_upstream', ARRAY['consumed_pipeline_run_id'], false, NULL),
+  ('aud_dependency_consumption', 'ix_consumption_upstream_task', ARRAY['consumed_task_run_id'], false, NULL),
+  ('aud_run_interventions', 'ix_interventions_run', ARRAY['pipeline_run_id'], false, NULL),
+  ('aud_pipeline_pauses', 'ux_one_open_pause', ARRAY['pipeline_id'], true, '(resumed_at IS NULL)'),
+  ('aud_actions', 'ix_actions_started', ARRAY['started_at'], false, NULL),
+  ('aud_metadata_changes', 'ix_metadata_changes_row', ARRAY['table_name', 'row_key'], false, NULL);
+
+-- 1: these are all the indexes besides the primary keys, and exactly the ux_ ones are unique.
+SELECT set_eq(
+  $$SELECT c.relname AS tbl, i.relname AS idx, x.indisunique FROM pg_index x
+      JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
+  'SELECT tbl, idx, is_unique FROM expected_indexes',
+  'etl_craft has exactly the 27 named indexes of the migration besides primary keys, unique exactly where named ux_');
+
+-- 27: each index on its table, with its columns in order.
+SELECT has_index('etl_craft', tbl, idx, cols::name[],
+  format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
+  FROM expected_indexes ORDER BY tbl, idx;
+
+-- 14: the unique ones are unique.
+SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
+  FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
+
+-- 25: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- reads ix_attempts_lease and ix_runs_lease, the claim reads ix_attempts_queue).
+SELECT is_indexed('etl_craft', tbl, cols::name[],
+  format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
+  FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
+
+-- 27: the partial ones have their WHERE clause, the others have none.
+SELECT is(
+  (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
+  pred,
+  CASE WHEN pred IS NULL THEN format('%s covers every row (not partial)', idx)
+       ELSE format('%s is partial: WHERE %s', idx, pred) END)
+  FROM expected_indexes ORDER BY tbl, idx;
+
+-- 1: the claim index reads the highest PRIORITY first.
+SELECT matches(pg_get_indexdef('etl_craft.ix_attempts_queue'::regclass), '\(pool, slot_kind, priority DESC, queued_at\)',
+  'ix_attempts_queue orders PRIORITY DESC, between SLOT_KIND and QUEUED_AT');
+
+-- Behaviour, on the seed: project tp, pool tpool, pipelines up_pl and down_pl, tasks extract and load, runs
+-- manual:up1 and manual:down1, the task run of extract in manual:up1 with attempt 1 QUEUED, an open pause of up_pl.
+SELECT etl_test.act();
+SELECT etl_test.seed();
+
+CREATE TEMP VIEW tr AS SELECT task_run_id FROM etl_craft.aud_task_run_log;
+
+-- 46 assertions follow.
+-- ux_attempt_live: one QUEUED, CLAIMED or RUNNING attempt per task run; ended attempts do not count.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+    SELECT task_run_id, 2, 'QUEUED', now(), 'pgtap', 'HUMAN' FROM tr$$,
+  '23505', 'duplicate key value violates unique constraint "ux_attempt_live"',
+  'a second attempt of a task run whose attempt 1 is QUEUED is refused by ux_attempt_live');
+SELECT lives_ok($$UPDATE etl_craft.aud_task_attempts SET status = 'FAILED', ended_at = now() WHERE attempt_number = 1$$,
+  'attempt 1 ends FAILED');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+    SELECT task_run_id, 2, 'QUEUED', now(), 'pgtap', 'HUMAN' FROM tr$$,
+  'once attempt 1 has ended, attempt 2 of the same task run is accepted');
+SELECT lives_ok(
+  $$UPDATE etl_craft.aud_task_attempts SET status = 'CLAIMED', owner_id = 'w1', claimed_at = now(),
+       lease_expires_at = now() + interval '1 minute' WHERE attempt_number = 2$$,
+  'attempt 2 is claimed');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+    SELECT task_run_id, 3, 'QUEUED', now(), 'pgtap', 'HUMAN' FROM tr$$,
+  '23505', 'duplicate key value violates unique constraint "ux_attempt_live"',
+  'a new attempt of a task run whose attempt 2 is CLAIMED is refused by ux_attempt_live');
+SELECT lives_ok($$UPDATE etl_craft.aud_task_attempts SET status = 'RUNNING', started_at = now() WHERE attempt_number = 2$$,
+  'attempt 2 starts RUNNING');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+    SELECT task_run_id, 3, 'QUEUED', now(), 'pgtap', 'HUMAN' FROM tr$$,
+  '23505', 'duplicate key value violates unique constraint "ux_attempt_live"',
+  'a new attempt of a task run whose attempt 2 is RUNNING is refused by ux_attempt_live');
+SELECT lives_ok($$UPDATE etl_craft.aud_task_attempts SET status = 'LOST', ended_at = now() WHERE attempt_number = 2$$,
+  'attempt 2 ends LOST');
+-- ux_attempt_number: attempt numbers are unique per task run, ended or not.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+    SELECT task_run_id, 1, 'QUEUED', now(), 'pgtap', 'HUMAN' FROM tr$$,
+  '23505', 'duplicate key value violates unique constraint "ux_attempt_number"',
+  'a second attempt numbered 1 of the same task run is refused by ux_attempt_number, though attempt 1 has ended');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+    SELECT task_run_id, 3, 'QUEUED', now(), 'pgtap', 'HUMAN' FROM tr$$,
+  'attempt 3 is accepted once attempts 1 and 2 have ended');
+SELECT is((SELECT count(*)::int FROM etl_craft.aud_task_attempts WHERE status IN ('QUEUED', 'CLAIMED', 'RUNNING')), 1,
+  'the task run has exactly one live attempt after the refused inserts');
+
+-- ux_task_run_per_run: one task run per task per run.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status)
+    SELECT pipeline_run_id, task_id, 'IN-PROGRESS' FROM etl_craft.aud_task_run_log$$,
+  '23505', 'duplicate key value violates unique constraint "ux_task_run_per_run"',
+  'a second task run of extract in run manual:up1 is refused by ux_task_run_per_run');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status)
+    SELECT r.pipeline_run_id, t.task_id, 'IN-PROGRESS' FROM etl_craft.aud_pipelines_run_log r, etl_craft.cfg_tasks t
+     WHERE r.run_key = 'manual:down1' AND t.task_code = 'extract'$$,
+  'a task run of extract in another run (manual:down1) is accepted');
+
+-- ux_run_key: (PIPELINE_ID, RUN_KEY) names one run, whatever its status.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_pipelines_run_log (pipeline_id, run_key, trigger_kind, run_date, status, queued_at,
+       started_by, started_by_kind)
+    SELECT pipeline_id, 'manual:up1', 'MANUAL', DATE '2026-01-02', 'QUEUED', now(), 'pgtap', 'HUMAN'
+      FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_run_key"',
+  'a second run of up_pl with RUN_KEY manual:up1 is refused by ux_run_key');
+SELECT lives_ok($$UPDATE etl_craft.aud_pipelines_run_log SET status = 'SUCCESS', end_date = now()
+                   WHERE run_key = 'manual:up1'$$, 'run manual:up1 ends SUCCESS');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_pipelines_run_log (pipeline_id, run_key, trigger_kind, run_date, status, queued_at,
+       started_by, started_by_kind)
+    SELECT pipeline_id, 'manual:up1', 'MANUAL', DATE '2026-01-02', 'QUEUED', now(), 'pgtap', 'HUMAN'
+      FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_run_key"',
+  'a run of up_pl with RUN_KEY manual:up1 is still refused after that run has ended (ux_run_key is not partial)');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_pipelines_run_log (pipeline_id, run_key, trigger_kind, run_date, status, queued_at,
+       started_by, started_by_kind)
+    SELECT pipeline_id, 'manual:up1', 'MANUAL', DATE '2026-01-02', 'QUEUED', now(), 'pgtap', 'HUMAN'
+      FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'$$,
+  'the same RUN_KEY manual:up1 in another pipeline (down_pl) is accepted');
+
+-- ux_one_open_pause: one open pause (RESUMED_AT NULL) per pipeline.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind)
+    SELECT pipeline_id, now(), 'pgtap', 'HUMAN' FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_one_open_pause"',
+  'a second open pause of up_pl is refused by ux_one_open_pause');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind, resumed_at, resumed_by,
+       resumed_by_kind)
+    SELECT pipeline_id, now(), 'pgtap', 'HUMAN', now(), 'pgtap', 'HUMAN'
+      FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'$$,
+  'a closed (resumed) pause of up_pl is accepted next to its open one');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind)
+    SELECT pipeline_id, now(), 'pgtap', 'HUMAN' FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'$$,
+  'an open pause of another pipeline (down_pl) is accepted');
+SELECT lives_ok(
+  $$UPDATE etl_craft.aud_pipeline_pauses SET resumed_at = now(), resumed_by = 'pgtap', resumed_by_kind = 'HUMAN'
+     WHERE resumed_at IS NULL AND pipeline_id = (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl')$$,
+  'the open pause of up_pl is resumed');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind)
+    SELECT pipeline_id, now(), 'pgtap', 'HUMAN' FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'$$,
+  'once resumed, up_pl can be paused again');
+
+-- ux_consumption_once: a downstream run consumes one upstream revision once per dependency.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_dependency_consumption
+      (pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
+    SELECT pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, consumed_revision, now()
+      FROM etl_craft.aud_dependency_consumption$$,
+  '23505', 'duplicate key value violates unique constraint "ux_consumption_once"',
+  'consuming the same upstream run and revision again for the same dependency is refused by ux_consumption_once');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_dependency_consumption
+      (pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
+    SELECT pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, consumed_revision + 1, now()
+      FROM etl_craft.aud_dependency_consumption$$,
+  'consuming the next revision of the same upstream run is accepted');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_dependency_consumption
+      (pipeline_run_id, task_dependency_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
+    SELECT c.pipeline_run_id, d.task_dependency_id, c.consumed_pipeline_run_id, 1, now()
+      FROM etl_craft.aud_dependency_consumption c, etl_craft.cfg_task_dependency d WHERE c.consumed_revision = 1$$,
+  'consuming the same upstream run and revision through a task dependency is accepted');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_dependency_consumption
+      (pipeline_run_id, task_dependency_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
+    SELECT c.pipeline_run_id, d.task_dependency_id, c.consumed_pipeline_run_id, 1, now()
+      FROM etl_craft.aud_dependency_consumption c, etl_craft.cfg_task_dependency d WHERE c.task_dependency_id IS NOT NULL$$,
+  '23505', 'duplicate key value violates unique constraint "ux_consumption_once"',
+  'consuming it twice through the same task dependency is refused by ux_consumption_once (NULL ids compare equal)');
+
+-- ux_eng_transitions: one row per (ENTITY, FROM_STATUS, TO_STATUS), a NULL FROM_STATUS included.
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.eng_transitions VALUES ('RUN', 'AUD_PIPELINES_RUN_LOG', NULL, 'QUEUED')$$,
+  '23505', 'duplicate key value violates unique constraint "ux_eng_transitions"',
+  'a second initial (FROM_STATUS NULL) RUN -> QUEUED transition is refused by ux_eng_transitions');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.eng_transitions VALUES ('RUN', 'AUD_PIPELINES_RUN_LOG', 'QUEUED', 'IN-PROGRESS')$$,
+  '23505', 'duplicate key value violates unique constraint "ux_eng_transitions"',
+  'a second RUN QUEUED -> IN-PROGRESS transition is refused by ux_eng_transitions');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.eng_transitions VALUES ('RUN', 'AUD_PIPELINES_RUN_LOG', NULL, 'SUCCESS')$$,
+  'an initial RUN -> SUCCESS transition, not yet listed, is accepted by ux_eng_transitions');
+
+-- ux_*_active: a code (or an edge) is unique among active rows; switched-off rows may repeat it.
+CREATE TEMP TABLE dup_cases (idx name, what text, active_dup text, inactive_dup text) ON COMMIT DROP;
+INSERT INTO dup_cases VALUES
+  ('ux_projects_code_active', 'project tp',
+   $$INSERT INTO etl_craft.cfg_projects (project_code, active_flag) VALUES ('tp', 'Y')$$,
+   $$INSERT INTO etl_craft.cfg_projects (project_code, active_flag) VALUES ('tp', 'N')$$),
+  ('ux_pools_name_active', 'pool tpool',
+   $$INSERT INTO etl_craft.cfg_pools (pool_name, active_flag) VALUES ('tpool', 'Y')$$,
+   $$INSERT INTO etl_craft.cfg_pools (pool_name, active_flag) VALUES ('tpool', 'N')$$),
+  ('ux_pipelines_code_active', 'pipeline up_pl of project tp',
+   $$INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code, active_flag)
+     SELECT project_id, 'up_pl', 'Y' FROM etl_craft.cfg_projects WHERE project_code = 'tp' AND active_flag = 'Y'$$,
+   $$INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code, active_flag)
+     SELECT project_id, 'up_pl', 'N' FROM etl_craft.cfg_projects WHERE project_code = 'tp' AND active_flag = 'Y'$$),
+  ('ux_tasks_code_active', 'task extract of up_pl',
+   $$INSERT INTO etl_craft.cfg_tasks (pipeline_id, task_code, handler, script_file, active_flag)
+     SELECT pipeline_id, 'extract', 'PYTHON', 'x.py', 'Y' FROM etl_craft.cfg_pipelines
+      WHERE pipeline_code = 'up_pl' AND active_flag = 'Y'$$,
+   $$INSERT INTO etl_craft.cfg_tasks (pipeline_id, task_code, handler, script_file, active_flag)
+     SELECT pipeline_id, 'extract', 'PYTHON', 'x.py', 'N' FROM etl_craft.cfg_pipelines
+      WHERE pipeline_code = 'up_pl' AND active_flag = 'Y'$$),
+  ('ux_task_parameters_active', 'parameter MERGE_KEY of extract',
+   $$INSERT INTO etl_craft.cfg_task_parameters (task_id, parameter_name, parameter_value, active_flag)
+     SELECT task_id, 'MERGE_KEY', 'id2', 'Y' FROM etl_craft.cfg_task_parameters WHERE active_flag = 'Y'$$,
+   $$INSERT INTO etl_craft.cfg_task_parameters (task_id, parameter_name, parameter_value, active_flag)
+     SELECT task_id, 'MERGE_KEY', 'id2', 'N' FROM etl_craft.cfg_task_parameters WHERE active_flag = 'Y'$$),
+  ('ux_pipeline_dependency_active', 'edge down_pl -> up_pl',
+   $$INSERT INTO etl_craft.cfg_pipeline_dependency (pipeline_id, depends_on_pipeline_id, dependency_type, active_flag)
+     SELECT pipeline_id, depends_on_pipeline_id, 'ALWAYS', 'Y' FROM etl_craft.cfg_pipeline_dependency
+      WHERE active_flag = 'Y'$$,
+   $$INSERT INTO etl_craft.cfg_pipeline_dependency (pipeline_id, depends_on_pipeline_id, dependency_type, active_flag)
+     SELECT pipeline_id, depends_on_pipeline_id, 'ALWAYS', 'N' FROM etl_craft.cfg_pipeline_dependency
+      WHERE active_flag = 'Y'$$),
+  ('ux_task_dependency_active', 'edge load -> extract',
+   $$INSERT INTO etl_craft.cfg_task_dependency (task_id, depends_on_task_id, dependency_type, active_flag)
+     SELECT task_id, depends_on_task_id, 'ALWAYS', 'Y' FROM etl_craft.cfg_task_dependency WHERE active_flag = 'Y'$$,
+   $$INSERT INTO etl_craft.cfg_task_dependency (task_id, depends_on_task_id, dependency_type, active_flag)
+     SELECT task_id, depends_on_task_id, 'ALWAYS', 'N' FROM etl_craft.cfg_task_dependency WHERE active_flag = 'Y'$$);
+
+SELECT throws_ok(active_dup, '23505', format('duplicate key value violates unique constraint "%s"', idx),
+  format('a second active %s is refused by %s', what, idx))
+  FROM dup_cases ORDER BY idx;
+SELECT lives_ok(inactive_dup, format('a switched-off (ACTIVE_FLAG N) copy of %s is accepted by %s', what, idx))
+  FROM dup_cases ORDER BY idx;
+-- Switching the original off frees the code for a new active row.
+SELECT lives_ok($$UPDATE etl_craft.cfg_pools SET active_flag = 'N' WHERE pool_name = 'tpool'$$,
+  'pool tpool is switched off');
+SELECT lives_ok($$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('tpool')$$,
+  'a new active pool tpool is accepted once the old one is switched off');
+SELECT throws_ok($$UPDATE etl_craft.cfg_pools SET active_flag = 'Y' WHERE active_flag = 'N'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_pools_name_active"',
+  'switching an old tpool back on while another tpool is active is refused by ux_pools_name_active');
+
+SELECT * FROM finish();
+ROLLBACK;
