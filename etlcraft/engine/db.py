@@ -14,7 +14,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -62,10 +62,16 @@ class _SqliteState:
     migration: str | None = None
     now: str | None = None
     notes: list[str] = field(default_factory=list)
+    failure: tuple[str, str] | None = None
 
     def note(self, text: str | None) -> int:
         self.notes.append(text or "")
         return 1
+
+    def fail(self, code: str, message: str | None) -> None:
+        """etl_craft_fail(code, message): remember the error for map_error, then abort the statement."""
+        self.failure = (code, message or "")
+        raise RuntimeError(f"{code}: {message}")
 
 
 def _register_sqlite_functions(dbapi_conn: sqlite3.Connection, state: _SqliteState, clock: Clock) -> None:
@@ -74,6 +80,14 @@ def _register_sqlite_functions(dbapi_conn: sqlite3.Connection, state: _SqliteSta
     dbapi_conn.create_function("etl_craft_migration", 0, lambda: state.migration)
     dbapi_conn.create_function("etl_craft_now", 0, lambda: state.now or format_timestamp(clock.now()))
     dbapi_conn.create_function("etl_craft_note", 1, state.note)
+    dbapi_conn.create_function("etl_craft_fail", 2, state.fail)
+    dbapi_conn.create_function("etl_craft_add_seconds", 2, _add_seconds)
+
+
+def _add_seconds(value: str | None, seconds: float | None) -> str | None:
+    if value is None or seconds is None:
+        return None
+    return format_timestamp(datetime.fromisoformat(value) + timedelta(seconds=seconds))
 
 
 def sqlite_script_statements(script: str) -> list[str]:
@@ -187,6 +201,7 @@ class EngineDB:
                     conn.info[_BEGIN_KEY] = "BEGIN IMMEDIATE"
                     state.actor, state.kind, state.now = who.name, str(who.kind), format_timestamp(now)
                     state.notes.clear()
+                    state.failure = None
                 try:
                     with conn.begin():
                         if state is None:
@@ -254,6 +269,9 @@ class EngineDB:
         if isinstance(orig, psycopg.Error):
             code = orig.sqlstate or ""
             message = orig.diag.message_primary or str(orig)
+        elif state is not None and state.failure is not None:
+            code, message = state.failure
+            state.failure = None
         else:
             text = str(orig)
             match = _CODE_PREFIX.match(text)

@@ -50,7 +50,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(template: str, dialect: str, schema: str, **context: Any) -> str:
+def render(template: str, dialect: str, schema: str, *, sqlite_calls: bool = False, **context: Any) -> str:
     """Render one template for `dialect` ('postgresql' or 'sqlite'); on PostgreSQL names are qualified with
     `schema`."""
     pg = dialect == "postgresql"
@@ -62,6 +62,7 @@ def render(template: str, dialect: str, schema: str, **context: Any) -> str:
         sm=state_machine(),
         enums=state_machine().enums,
         errors=list(error_specs().values()),
+        sqlite_calls=sqlite_calls,
         **context,
     )
     return text.strip() + "\n"

@@ -24,3 +24,32 @@ CREATE OR REPLACE FUNCTION etl_craft._migration() RETURNS text
 LANGUAGE sql STABLE AS $$
   SELECT NULLIF(current_setting('etl_craft.migration', true), '')
 $$;
+
+-- _begin(actor, kind): the first step of every write function. Marks the transaction with the actor when one
+-- is passed (DBAs calling a function by hand name themselves this way), refuses to go on without an actor,
+-- and returns the clock. Errors: EC001 when no actor is named.
+CREATE OR REPLACE FUNCTION etl_craft._begin(p_actor text, p_actor_kind text) RETURNS timestamptz
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_actor IS NOT NULL THEN
+    IF btrim(p_actor) = '' OR length(p_actor) > 128 OR p_actor ~ '[[:cntrl:]]' THEN
+      RAISE EXCEPTION 'the actor % is not a name: use 1 to 128 printable characters, such as dba:alice', quote_literal(p_actor)
+        USING ERRCODE = 'EC001';
+    END IF;
+    PERFORM set_config('etl_craft.actor', p_actor, true),
+            set_config('etl_craft.actor_kind', COALESCE(p_actor_kind, 'HUMAN'), true);
+  ELSIF etl_craft._actor() IS NULL THEN
+    RAISE EXCEPTION 'etl-craft functions record who acts: pass p_actor => ''you@host'' (or run them through etl-craft)'
+      USING ERRCODE = 'EC001';
+  END IF;
+  RETURN etl_craft.clock_now();
+END
+$$;
+
+-- _fail(code, message): raise one of etl-craft's error codes (sql/errors.yaml) with its message.
+CREATE OR REPLACE FUNCTION etl_craft._fail(p_code text, p_message text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING ERRCODE = p_code, MESSAGE = p_message;
+END
+$$;

@@ -1,3 +1,4 @@
 -- 000_context: who is acting, in which migration, and what time it is, read by every trigger and function.
 -- SQLite has no sessions: etl-craft registers etl_craft_actor(), etl_craft_actor_kind(), etl_craft_migration(),
--- etl_craft_now() and etl_craft_note() on each of its connections (etlcraft/engine/db.py). Nothing to create.
+-- etl_craft_now(), etl_craft_add_seconds(), etl_craft_note() and etl_craft_fail() on each of its connections
+-- (etlcraft/engine/db.py). Nothing to create.

@@ -1,4 +1,4 @@
-"""docs/reference/tables.md documents the Engine DB schema as 0001_engine_schema creates it: every table has a
+"""docs/reference/tables.md documents the Engine DB schema as the engine migrations create it: every table has a
 section, each section's column table lists exactly that table's columns, and each section names the table's
 CHECK constraints and indexes. A table or column added by a migration without its docs fails here."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from etlcraft.engine.catalog import OWNED_TABLE
-from etlcraft.engine.render import render
+from etlcraft.engine.migrations import engine_migrations
 
 TABLES_MD = Path(__file__).resolve().parents[3] / "docs" / "reference" / "tables.md"
 _HEADING = re.compile(r"^(#{1,3}) (.+?)\s*$")
@@ -31,7 +31,7 @@ class Table:
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Table]:
     """The tables of the rendered SQLite schema, created in an in-memory database and read back."""
-    sql = render("migrations/0001_engine_schema.sql.j2", "sqlite", "")
+    sql = "\n".join(m.sql for m in engine_migrations("sqlite", ""))
     with closing(sqlite3.connect(":memory:")) as conn:
         for name in ("etl_craft_actor", "etl_craft_actor_kind", "etl_craft_migration", "etl_craft_now"):
             conn.create_function(name, 0, lambda: None)

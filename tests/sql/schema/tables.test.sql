@@ -1,4 +1,4 @@
--- Proves the Engine DB schema is the one 0001_engine_schema creates: exactly its 21 tables, each with its full column
+-- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation) create: exactly its 21 tables, each with its full column
 -- list, column types and NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
 SELECT plan(129);
@@ -131,6 +131,7 @@ INSERT INTO expected_columns VALUES
   ('aud_pipelines_run_log', 20, 'ended_by_kind', 'character varying(16)', false),
   ('aud_pipelines_run_log', 21, 'reason', 'text', false),
   ('aud_pipelines_run_log', 22, 'message', 'text', false),
+  ('aud_pipelines_run_log', 23, 'cancel_requested_at', 'timestamp with time zone', false),
   ('aud_task_run_log', 1, 'task_run_id', 'bigint', true),
   ('aud_task_run_log', 2, 'pipeline_run_id', 'bigint', true),
   ('aud_task_run_log', 3, 'task_id', 'bigint', true),

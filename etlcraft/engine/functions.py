@@ -1,0 +1,196 @@
+"""Call the Engine DB's write API by name, identically on both dialects.
+
+On PostgreSQL each function is a PL/pgSQL function in the etl-craft schema, called with named arguments. On
+SQLite, which has no procedures, the same template renders an ordered statement block that this module runs in
+one BEGIN IMMEDIATE transaction, binding arguments and the locals each statement yields (`/* into: ... */`).
+Either way the result is a list of typed rows, and a refusal raises the exception class of its ECnnn code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import namedtuple
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from functools import cache
+from typing import Any
+
+import sqlalchemy as sa
+
+from etlcraft.core.actor import current_actor
+from etlcraft.engine.db import EngineDB, format_timestamp, sqlite_script_statements
+from etlcraft.engine.render import render
+from etlcraft.paths import sql_dir
+
+_HEADER = re.compile(r"^-- @(\w+) ?(.*)$")
+_INTO = re.compile(r"/\* into: ([\w, ]+) \*/")
+_TEMPLATE = re.compile(r"^\d{3}_[a-z0-9_]+\.sql\.j2$")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: str | None
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One function of the write API, as its template declares it."""
+
+    name: str
+    template: str
+    args: tuple[Param, ...]
+    returns: tuple[tuple[str, str], ...]
+    doc: Mapping[str, str]
+    statements: tuple[str, ...]  # SQLite only
+
+    def row_type(self) -> type:
+        return _row_type(self.name, tuple(name for name, _ in self.returns))
+
+
+@cache
+def _row_type(name: str, fields: tuple[str, ...]) -> type:
+    return namedtuple(f"{name}_row", fields)
+
+
+def _parse_params(text: str) -> tuple[Param, ...]:
+    params = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        left, _, default = part.partition(" = ")
+        name, type_ = left.split()
+        params.append(Param(name, type_, default or None))
+    return tuple(params)
+
+
+def parse_functions(rendered: str, template: str, *, with_statements: bool = False) -> list[FunctionSpec]:
+    """The functions declared in one rendered template: their headers, and with `with_statements` the statement
+    blocks of a template rendered for SQLite calls."""
+    specs: list[FunctionSpec] = []
+    current: dict[str, str] | None = None
+    body: list[str] = []
+    key = ""
+    for line in rendered.splitlines():
+        header = _HEADER.match(line)
+        if header and header.group(1) == "function":
+            current, body, key = {"function": header.group(2)}, [], "function"
+        elif header and current is not None and header.group(1) == "end":
+            statements = tuple(sqlite_script_statements("\n".join(body))) if with_statements else ()
+            specs.append(FunctionSpec(
+                name=current["function"], template=template, args=_parse_params(current.get("args", "")),
+                returns=tuple((r.split()[0], r.split()[1]) for r in current.get("returns", "").split(", ") if r),
+                doc={k: v for k, v in current.items() if k not in ("function", "args", "returns")},
+                statements=statements,
+            ))
+            current = None
+        elif header and current is not None:
+            key = header.group(1)
+            current[key] = header.group(2)
+        elif current is not None and line.startswith("--   ") and key:
+            current[key] += "\n" + line[5:]
+        elif current is not None:
+            key = ""
+            body.append(line)
+    return specs
+
+
+def function_templates() -> list[str]:
+    return sorted(p.name for p in (sql_dir() / "functions").glob("*.sql.j2") if _TEMPLATE.match(p.name))
+
+
+@cache
+def function_specs(dialect: str) -> dict[str, FunctionSpec]:
+    """Every function of the write API, by name, for `dialect`."""
+    specs: dict[str, FunctionSpec] = {}
+    for template in function_templates():
+        rendered = render(f"functions/{template}", dialect, "etl_craft", sqlite_calls=dialect == "sqlite", tables=[])
+        for spec in parse_functions(rendered, template, with_statements=dialect == "sqlite"):
+            specs[spec.name] = spec
+    return specs
+
+
+def call(db: EngineDB, name: str, /, **arguments: Any) -> list[Any]:
+    """Call the write-API function `name` in its own transaction, as the current actor; typed rows back."""
+    with db.write() as conn:
+        return call_in(db, conn, name, **arguments)
+
+
+def call_in(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -> list[Any]:
+    """Call `name` inside a write transaction the caller holds (db.write())."""
+    spec = function_specs(db.dialect).get(name)
+    if spec is None:
+        raise KeyError(f"the Engine DB has no function {name!r}")
+    known = {p.name for p in spec.args}
+    unknown = sorted(set(arguments) - known)
+    if unknown:
+        raise TypeError(f"{name}() has no argument {unknown[0]!r}; it takes {', '.join(sorted(known))}")
+    missing = [p.name for p in spec.args if p.default is None and p.name not in arguments]
+    if missing:
+        raise TypeError(f"{name}() needs the argument {missing[0]!r}")
+    rows = _call_postgres(db, conn, spec, arguments) if db.is_postgres else _call_sqlite(conn, spec, arguments)
+    row_type = spec.row_type()
+    return [row_type(*(_typed(value, type_) for value, (_, type_) in zip(row, spec.returns, strict=True)))
+            for row in rows]
+
+
+def _call_postgres(db: EngineDB, conn: sa.Connection, spec: FunctionSpec, arguments: Mapping[str, Any]) -> list[Any]:
+    named = ", ".join(f"p_{k} => :{k}" for k in arguments)
+    return list(conn.execute(sa.text(f"SELECT * FROM {db.schema}.{spec.name}({named})"), dict(arguments)))
+
+
+def _call_sqlite(conn: sa.Connection, spec: FunctionSpec, arguments: Mapping[str, Any]) -> list[Any]:
+    """Run the rendered statements in order on the caller's BEGIN IMMEDIATE transaction."""
+    params: dict[str, Any] = {f"p_{p.name}": _sqlite_default(p) for p in spec.args}
+    params.update({f"p_{k}": _sqlite_value(v) for k, v in arguments.items()})
+    params["p_actor"], params["p_actor_kind"] = current_actor().name, str(current_actor().kind)
+    dbapi = conn.connection.driver_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    rows: list[Any] = []
+    try:
+        for statement in spec.statements:
+            cursor.execute(statement, params)
+            rows = cursor.fetchall() if cursor.description else []
+            into = _INTO.search(statement)
+            if into:
+                names = [n.strip() for n in into.group(1).split(",")]
+                values = rows[0] if rows else (None,) * len(names)
+                params.update(zip(names, values, strict=True))
+    finally:
+        cursor.close()
+    return rows
+
+
+def _sqlite_default(param: Param) -> Any:
+    if param.default is None or param.default.upper() == "NULL":
+        return None
+    if param.default.startswith("'"):
+        return param.default.strip("'")
+    return int(param.default) if param.default.lstrip("-").isdigit() else param.default
+
+
+def _sqlite_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, bool):
+        return "Y" if value else "N"
+    return value
+
+
+def _typed(value: Any, type_: str) -> Any:
+    """A column value as Python: SQLite hands back text for times and dates, PostgreSQL a session-zone time."""
+    if value is None:
+        return None
+    if type_ == "timestamptz":
+        stamp = datetime.fromisoformat(value) if isinstance(value, str) else value
+        return stamp.astimezone(UTC)
+    if type_ == "date":
+        return date.fromisoformat(value) if isinstance(value, str) else value
+    if type_ == "bool":
+        return value in (True, 1, "Y", "t", "true")
+    if type_ in ("bigint", "int"):
+        return int(value)
+    return value

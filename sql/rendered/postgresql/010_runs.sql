@@ -1,0 +1,305 @@
+-- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
+
+-- @function create_run
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL
+-- @returns pipeline_run_id bigint, status text, created bool
+-- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
+--   Two callers creating one key at once get one run (the unique key ux_run_key decides).
+-- @transition RUN (none) -> IN-PROGRESS or QUEUED
+-- @locks the ux_run_key entry of the key
+-- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused
+CREATE OR REPLACE FUNCTION etl_craft.create_run(
+  p_pipeline_id bigint,
+  p_run_key text,
+  p_run_date date,
+  p_trigger_kind text DEFAULT 'MANUAL',
+  p_status text DEFAULT 'IN-PROGRESS',
+  p_reason text DEFAULT NULL,
+  p_config_sha256 text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_run_id bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC021', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist or is switched off (ACTIVE_FLAG = N); list pipelines with etl-craft list')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES WHERE PIPELINE_ID = p_pipeline_id AND ACTIVE_FLAG = 'Y');
+  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+    FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
+    WHERE z.PIPELINE_ID = p_pipeline_id AND z.RESUMED_AT IS NULL
+      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = z.PIPELINE_ID AND r.RUN_KEY = p_run_key);
+  INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
+    (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
+     STARTED_BY_KIND, REASON)
+  VALUES (p_pipeline_id, p_run_key, p_trigger_kind, p_run_date,
+          p_status, v_now, CASE WHEN p_status = 'IN-PROGRESS' THEN v_now END,
+          p_config_sha256, etl_craft._actor(), etl_craft._actor_kind(), p_reason)
+  ON CONFLICT (PIPELINE_ID, RUN_KEY) DO NOTHING
+  RETURNING PIPELINE_RUN_ID INTO v_run_id;
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.created::boolean
+    FROM (
+      SELECT r.PIPELINE_RUN_ID, r.STATUS, v_run_id IS NOT NULL
+        FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = p_pipeline_id AND r.RUN_KEY = p_run_key
+    ) AS q(pipeline_run_id, status, created);
+END
+$fn$;
+-- @end create_run
+
+-- @function start_run
+-- @args run_id bigint, owner_id text, lease_seconds int = 60
+-- @returns pipeline_run_id bigint, status text, owner_id text, lease_expires_at timestamptz
+-- @purpose Make owner_id the supervisor of an IN-PROGRESS run, with a lease of lease_seconds. The run must be
+--   unowned, already owned by owner_id, or owned by a lease that has expired.
+-- @transition none (ownership of an IN-PROGRESS run)
+-- @locks the run row
+-- @errors EC021 no such run; EC020 the run is not IN-PROGRESS; EC023 another owner's lease is live
+CREATE OR REPLACE FUNCTION etl_craft.start_run(
+  p_run_id bigint,
+  p_owner_id text,
+  p_lease_seconds integer DEFAULT 60,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, owner_id text, lease_expires_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+BEGIN
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET OWNER_ID = p_owner_id, HEARTBEAT_AT = v_now,
+         LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS'
+     AND (OWNER_ID IS NULL OR OWNER_ID = p_owner_id OR LEASE_EXPIRES_AT < v_now);
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected IN-PROGRESS; start a new run, or reopen this one with etl-craft reopen')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0 AND STATUS <> 'IN-PROGRESS';
+  PERFORM etl_craft._fail('EC023', 'run ' || PIPELINE_RUN_ID || ' is supervised by ' || OWNER_ID || ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); wait for it to finish, or stop that process: its lease then expires and etl-craft reconcile releases the run')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.owner_id::text, q.lease_expires_at::timestamptz
+    FROM (
+      SELECT PIPELINE_RUN_ID, STATUS, OWNER_ID, LEASE_EXPIRES_AT FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, owner_id, lease_expires_at);
+END
+$fn$;
+-- @end start_run
+
+-- @function finish_run
+-- @args run_id bigint, from_status text, status text, message text = NULL
+-- @returns pipeline_run_id bigint, status text
+-- @purpose End a run that ran no task, from the status the caller saw: a QUEUED run its gate refused
+--   (SKIPPED) or that was withdrawn (CANCELLED). Runs with task runs end through finalize_run.
+-- @transition RUN QUEUED -> SKIPPED or CANCELLED
+-- @locks the run row
+-- @errors EC021 no such run; EC020 the run is no longer in from_status; EC023 the run has task runs
+CREATE OR REPLACE FUNCTION etl_craft.finish_run(
+  p_run_id bigint,
+  p_from_status text,
+  p_status text,
+  p_message text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' has task runs; end it with finalize_run')
+    WHERE EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = p_status, END_DATE = v_now, MESSAGE = p_message, OWNER_ID = NULL,
+         LEASE_EXPIRES_AT = NULL, ENDED_BY = etl_craft._actor(), ENDED_BY_KIND = etl_craft._actor_kind()
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = p_from_status;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(p_from_status AS text), 'NULL') || '; someone else changed it: read its status again')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text
+    FROM (
+      SELECT PIPELINE_RUN_ID, STATUS FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status);
+END
+$fn$;
+-- @end finish_run
+
+-- @function cancel_run
+-- @args run_id bigint, reason text
+-- @returns pipeline_run_id bigint, status text, live_attempts bigint
+-- @purpose Cancel a run: its QUEUED attempts end CANCELLED at once; CLAIMED and RUNNING ones are asked to stop
+--   (CANCEL_REQUESTED_AT) and their owners end them; the run ends CANCELLED now when none is live, else when
+--   finalize_run finds them all ended. Recorded as a CANCEL intervention.
+-- @transition RUN QUEUED or IN-PROGRESS -> CANCELLED; ATTEMPT QUEUED -> CANCELLED
+-- @locks the run row, then its attempts
+-- @errors EC021 no such run; EC020 the run has already ended
+CREATE OR REPLACE FUNCTION etl_craft.cancel_run(
+  p_run_id bigint,
+  p_reason text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, live_attempts bigint)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_status text;
+  v_live bigint;
+BEGIN
+  SELECT STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' already ended ' || STATUS || '; there is nothing to cancel')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS NOT IN ('QUEUED', 'IN-PROGRESS');
+  UPDATE etl_craft.AUD_TASK_RUN_LOG SET STATUS = 'CANCELLED', END_DATE = v_now, MESSAGE = p_reason
+   WHERE TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+                          WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS = 'QUEUED');
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS SET STATUS = 'CANCELLED', ENDED_AT = v_now, CANCEL_REQUESTED_AT = v_now,
+         ERROR_MESSAGE = 'cancelled before it started: ' || COALESCE(p_reason, 'no reason given')
+   WHERE STATUS = 'QUEUED'
+     AND TASK_RUN_ID IN (SELECT TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS SET CANCEL_REQUESTED_AT = COALESCE(CANCEL_REQUESTED_AT, v_now)
+   WHERE STATUS IN ('CLAIMED', 'RUNNING')
+     AND TASK_RUN_ID IN (SELECT TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  SELECT v_rows INTO v_live;
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET CANCEL_REQUESTED_AT = COALESCE(CANCEL_REQUESTED_AT, v_now),
+         STATUS = CASE WHEN v_live = 0 THEN 'CANCELLED' ELSE STATUS END,
+         END_DATE = CASE WHEN v_live = 0 THEN v_now END,
+         OWNER_ID = CASE WHEN v_live = 0 THEN NULL ELSE OWNER_ID END,
+         LEASE_EXPIRES_AT = CASE WHEN v_live = 0 THEN NULL ELSE LEASE_EXPIRES_AT END,
+         ENDED_BY = CASE WHEN v_live = 0 THEN etl_craft._actor() END,
+         ENDED_BY_KIND = CASE WHEN v_live = 0 THEN etl_craft._actor_kind() END,
+         MESSAGE = 'cancelled: ' || COALESCE(p_reason, 'no reason given')
+   WHERE PIPELINE_RUN_ID = p_run_id;
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
+  VALUES (p_run_id, 'CANCEL', v_status, 'CANCELLED', p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.live_attempts::bigint
+    FROM (
+      SELECT PIPELINE_RUN_ID, STATUS, v_live FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, live_attempts);
+END
+$fn$;
+-- @end cancel_run
+
+-- @function reopen_run
+-- @args run_id bigint, reason text
+-- @returns pipeline_run_id bigint, status text, output_revision int, repair_pending bool
+-- @purpose Reopen an ended run so tasks can run in it again (a repair). A run that had succeeded becomes
+--   REPAIR_PENDING: ending SUCCESS again publishes OUTPUT_REVISION + 1. Recorded as a REOPEN intervention.
+-- @transition RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS
+-- @locks the run row
+-- @errors EC021 no such run; EC020 the run has not ended; EC023 another run of the pipeline has not ended
+CREATE OR REPLACE FUNCTION etl_craft.reopen_run(
+  p_run_id bigint,
+  p_reason text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, output_revision integer, repair_pending boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_status text;
+BEGIN
+  SELECT STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC023', 'run ' || r.PIPELINE_RUN_ID || ' cannot be reopened while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is ' || o.STATUS || '; let it finish or cancel it first')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id AND o.STATUS IN ('QUEUED', 'IN-PROGRESS');
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ENDED_BY = NULL, ENDED_BY_KIND = NULL, OWNER_ID = NULL,
+         LEASE_EXPIRES_AT = NULL, CANCEL_REQUESTED_AT = NULL,
+         REPAIR_PENDING = CASE WHEN STATUS = 'SUCCESS' THEN 'Y' ELSE REPAIR_PENDING END,
+         MESSAGE = 'reopened: ' || COALESCE(p_reason, 'no reason given')
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED');
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ' and has not ended; only an ended run can be reopened')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
+  VALUES (p_run_id, 'REOPEN', v_status, 'IN-PROGRESS', p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.output_revision::integer, q.repair_pending::boolean
+    FROM (
+      SELECT PIPELINE_RUN_ID, STATUS, OUTPUT_REVISION, REPAIR_PENDING = 'Y' FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, output_revision, repair_pending);
+END
+$fn$;
+-- @end reopen_run
+
+-- @function mark_run
+-- @args run_id bigint, status text, reason text
+-- @returns pipeline_run_id bigint, status text, output_revision int
+-- @purpose An operator sets a run's ending. Refused while one of its attempts is CLAIMED or RUNNING; its QUEUED
+--   attempts are cancelled. Marking a repaired run SUCCESS publishes its next revision. Recorded as a MARK
+--   intervention.
+-- @transition RUN IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED
+-- @locks the run row, then its attempts
+-- @errors EC021 no such run; EC023 the status is not SUCCESS, FAILED or SKIPPED, the run is QUEUED, or an
+--   attempt of it is live
+CREATE OR REPLACE FUNCTION etl_craft.mark_run(
+  p_run_id bigint,
+  p_status text,
+  p_reason text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, output_revision integer)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_status text;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'mark_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a run use cancel_run')
+    WHERE p_status NOT IN ('SUCCESS', 'FAILED', 'SKIPPED') OR p_status IS NULL;
+  SELECT STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC023', 'run ' || PIPELINE_RUN_ID || ' is QUEUED and has not started; end it with finish_run or cancel it')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED';
+  PERFORM etl_craft._fail('EC023', 'run ' || t.PIPELINE_RUN_ID || ' has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || ' by ' || COALESCE(a.OWNER_ID, 'nobody') || ' (lease until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); wait for it, cancel the run, or run etl-craft reconcile once its owner is gone')
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+   WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS IN ('CLAIMED', 'RUNNING');
+  UPDATE etl_craft.AUD_TASK_RUN_LOG SET STATUS = 'CANCELLED', END_DATE = v_now, MESSAGE = 'the run was marked ' || p_status
+   WHERE TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+                          WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS = 'QUEUED');
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS SET STATUS = 'CANCELLED', ENDED_AT = v_now,
+         ERROR_MESSAGE = 'cancelled before it started: the run was marked ' || p_status
+   WHERE STATUS = 'QUEUED'
+     AND TASK_RUN_ID IN (SELECT TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = p_status, END_DATE = COALESCE(END_DATE, v_now), OWNER_ID = NULL,
+         LEASE_EXPIRES_AT = NULL, ENDED_BY = etl_craft._actor(), ENDED_BY_KIND = etl_craft._actor_kind(),
+         OUTPUT_REVISION = OUTPUT_REVISION + CASE WHEN p_status = 'SUCCESS' AND REPAIR_PENDING = 'Y' THEN 1 ELSE 0 END,
+         REPAIR_PENDING = CASE WHEN p_status = 'SUCCESS' THEN 'N' ELSE REPAIR_PENDING END,
+         MESSAGE = 'marked ' || p_status || ': ' || COALESCE(p_reason, 'no reason given')
+   WHERE PIPELINE_RUN_ID = p_run_id;
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
+  VALUES (p_run_id, 'MARK', v_status, p_status, p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.output_revision::integer
+    FROM (
+      SELECT PIPELINE_RUN_ID, STATUS, OUTPUT_REVISION FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, output_revision);
+END
+$fn$;
+-- @end mark_run

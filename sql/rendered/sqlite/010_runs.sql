@@ -1,0 +1,64 @@
+-- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
+
+-- @function create_run
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL
+-- @returns pipeline_run_id bigint, status text, created bool
+-- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
+--   Two callers creating one key at once get one run (the unique key ux_run_key decides).
+-- @transition RUN (none) -> IN-PROGRESS or QUEUED
+-- @locks the ux_run_key entry of the key
+-- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused
+-- @end create_run
+
+-- @function start_run
+-- @args run_id bigint, owner_id text, lease_seconds int = 60
+-- @returns pipeline_run_id bigint, status text, owner_id text, lease_expires_at timestamptz
+-- @purpose Make owner_id the supervisor of an IN-PROGRESS run, with a lease of lease_seconds. The run must be
+--   unowned, already owned by owner_id, or owned by a lease that has expired.
+-- @transition none (ownership of an IN-PROGRESS run)
+-- @locks the run row
+-- @errors EC021 no such run; EC020 the run is not IN-PROGRESS; EC023 another owner's lease is live
+-- @end start_run
+
+-- @function finish_run
+-- @args run_id bigint, from_status text, status text, message text = NULL
+-- @returns pipeline_run_id bigint, status text
+-- @purpose End a run that ran no task, from the status the caller saw: a QUEUED run its gate refused
+--   (SKIPPED) or that was withdrawn (CANCELLED). Runs with task runs end through finalize_run.
+-- @transition RUN QUEUED -> SKIPPED or CANCELLED
+-- @locks the run row
+-- @errors EC021 no such run; EC020 the run is no longer in from_status; EC023 the run has task runs
+-- @end finish_run
+
+-- @function cancel_run
+-- @args run_id bigint, reason text
+-- @returns pipeline_run_id bigint, status text, live_attempts bigint
+-- @purpose Cancel a run: its QUEUED attempts end CANCELLED at once; CLAIMED and RUNNING ones are asked to stop
+--   (CANCEL_REQUESTED_AT) and their owners end them; the run ends CANCELLED now when none is live, else when
+--   finalize_run finds them all ended. Recorded as a CANCEL intervention.
+-- @transition RUN QUEUED or IN-PROGRESS -> CANCELLED; ATTEMPT QUEUED -> CANCELLED
+-- @locks the run row, then its attempts
+-- @errors EC021 no such run; EC020 the run has already ended
+-- @end cancel_run
+
+-- @function reopen_run
+-- @args run_id bigint, reason text
+-- @returns pipeline_run_id bigint, status text, output_revision int, repair_pending bool
+-- @purpose Reopen an ended run so tasks can run in it again (a repair). A run that had succeeded becomes
+--   REPAIR_PENDING: ending SUCCESS again publishes OUTPUT_REVISION + 1. Recorded as a REOPEN intervention.
+-- @transition RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS
+-- @locks the run row
+-- @errors EC021 no such run; EC020 the run has not ended; EC023 another run of the pipeline has not ended
+-- @end reopen_run
+
+-- @function mark_run
+-- @args run_id bigint, status text, reason text
+-- @returns pipeline_run_id bigint, status text, output_revision int
+-- @purpose An operator sets a run's ending. Refused while one of its attempts is CLAIMED or RUNNING; its QUEUED
+--   attempts are cancelled. Marking a repaired run SUCCESS publishes its next revision. Recorded as a MARK
+--   intervention.
+-- @transition RUN IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED
+-- @locks the run row, then its attempts
+-- @errors EC021 no such run; EC023 the status is not SUCCESS, FAILED or SKIPPED, the run is QUEUED, or an
+--   attempt of it is live
+-- @end mark_run

@@ -1,0 +1,90 @@
+"""Run functions (sql/functions/010_runs.sql.j2), the same on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from etlcraft.core.errors import NotFoundError, RefusedByPolicyError, StaleTransitionError
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from tests.py.support.scenario import RUN_DATE, Project
+
+
+@pytest.fixture
+def project(engine_db: EngineDB) -> Project:
+    project = Project(engine_db)
+    project.pipeline("orders")
+    return project
+
+
+def test_create_run_creates_once_per_key(project: Project) -> None:
+    pipeline = project.pipelines["orders"]
+    first = call(project.db, "create_run", pipeline_id=pipeline, run_key="manual:a", run_date=RUN_DATE)
+    again = call(project.db, "create_run", pipeline_id=pipeline, run_key="manual:a", run_date=RUN_DATE)
+    assert (first[0].status, first[0].created) == ("IN-PROGRESS", True)
+    assert (again[0].pipeline_run_id, again[0].created) == (first[0].pipeline_run_id, False)
+    assert project.rows("SELECT STARTED_BY, STARTED_BY_KIND, TRIGGER_KIND FROM {AUD_PIPELINES_RUN_LOG}") == [
+        ("tester@pytest", "HUMAN", "MANUAL")]
+
+
+def test_create_run_of_an_unknown_pipeline_is_not_found(project: Project) -> None:
+    with pytest.raises(NotFoundError, match="pipeline 999 does not exist or is switched off"):
+        call(project.db, "create_run", pipeline_id=999, run_key="manual:a", run_date=RUN_DATE)
+
+
+def test_start_run_refuses_another_owner_while_its_lease_lives(project: Project) -> None:
+    run = project.run("orders")
+    owned = call(project.db, "start_run", run_id=run, owner_id="host:1:a")[0]
+    assert owned.owner_id == "host:1:a" and owned.lease_expires_at is not None
+    with pytest.raises(RefusedByPolicyError, match=f"run {run} is supervised by host:1:a \\(lease until "):
+        call(project.db, "start_run", run_id=run, owner_id="host:2:b")
+    assert call(project.db, "start_run", run_id=run, owner_id="host:1:a")[0].owner_id == "host:1:a"
+
+
+def test_start_run_refuses_an_ended_run(project: Project) -> None:
+    run = project.run("orders")
+    call(project.db, "cancel_run", run_id=run, reason="not today")
+    with pytest.raises(StaleTransitionError, match=f"run {run} is CANCELLED, expected IN-PROGRESS"):
+        call(project.db, "start_run", run_id=run, owner_id="host:1:a")
+
+
+def test_finish_run_ends_a_queued_run_only_from_the_status_seen(project: Project) -> None:
+    run = project.run("orders", status="QUEUED")
+    assert call(project.db, "finish_run", run_id=run, from_status="QUEUED", status="SKIPPED")[0].status == "SKIPPED"
+    with pytest.raises(StaleTransitionError, match=f"run {run} is SKIPPED, expected QUEUED"):
+        call(project.db, "finish_run", run_id=run, from_status="QUEUED", status="SKIPPED")
+
+
+def test_reopen_and_mark_publish_a_new_revision_once(project: Project) -> None:
+    run = project.run("orders")
+    assert call(project.db, "mark_run", run_id=run, status="SUCCESS", reason="done")[0].output_revision == 1
+    reopened = call(project.db, "reopen_run", run_id=run, reason="repair")[0]
+    assert (reopened.status, reopened.repair_pending) == ("IN-PROGRESS", True)
+    assert call(project.db, "mark_run", run_id=run, status="SUCCESS", reason="fixed")[0].output_revision == 2
+    assert project.rows("SELECT INTERVENTION, FROM_STATUS, TO_STATUS, REQUESTED_BY FROM {AUD_RUN_INTERVENTIONS}"
+                        " ORDER BY INTERVENTION_ID") == [
+        ("MARK", "IN-PROGRESS", "SUCCESS", "tester@pytest"), ("REOPEN", "SUCCESS", "IN-PROGRESS", "tester@pytest"),
+        ("MARK", "IN-PROGRESS", "SUCCESS", "tester@pytest")]
+
+
+def test_reopen_is_refused_while_another_run_of_the_pipeline_is_active(project: Project) -> None:
+    run = project.run("orders", key="manual:old")
+    call(project.db, "mark_run", run_id=run, status="FAILED", reason="broken")
+    other = project.run("orders", key="manual:new")
+    expected = f"while run {other} \\(manual:new\\) of the same pipeline is IN-PROGRESS"
+    with pytest.raises(RefusedByPolicyError, match=expected):
+        call(project.db, "reopen_run", run_id=run, reason="repair")
+
+
+def test_mark_run_refuses_a_status_it_does_not_set(project: Project) -> None:
+    run = project.run("orders")
+    with pytest.raises(RefusedByPolicyError, match="mark_run sets SUCCESS, FAILED or SKIPPED, not CANCELLED"):
+        call(project.db, "mark_run", run_id=run, status="CANCELLED", reason="x")
+
+
+def test_cancel_run_without_live_attempts_ends_it_at_once(project: Project) -> None:
+    run = project.run("orders")
+    ended = call(project.db, "cancel_run", run_id=run, reason="wrong day")[0]
+    assert (ended.status, ended.live_attempts) == ("CANCELLED", 0)
+    with pytest.raises(StaleTransitionError, match=f"run {run} already ended CANCELLED"):
+        call(project.db, "cancel_run", run_id=run, reason="again")
