@@ -1,5 +1,5 @@
 """Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers.sql loaded,
-then pg_prove over tests/sql/**/*.test.sql. The database is dropped afterwards, pass or fail."""
+then pg_prove over tests/sql/**/*.test.sql (helpers*.sql are loaded in name order). The database is dropped afterwards, pass or fail."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def main() -> int:
         dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap")
-            conn.execute((HERE / "helpers.sql").read_text(encoding="utf-8"))
+            for helpers in sorted(HERE.glob("helpers*.sql")):  # helpers.sql, then one file per function area
+                conn.execute(helpers.read_text(encoding="utf-8"))
         files = sorted(str(p.relative_to(HERE)) for p in HERE.rglob("*.test.sql"))
         if not files:
             print("tests/sql has no *.test.sql files", file=sys.stderr)
