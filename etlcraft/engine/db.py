@@ -187,10 +187,12 @@ class EngineDB:
             yield conn
 
     @contextlib.contextmanager
-    def write(self, actor: Actor | None = None) -> Iterator[sa.Connection]:
+    def write(self, actor: Actor | None = None, *, mark: bool = True) -> Iterator[sa.Connection]:
         """A write transaction marked with `actor` (default: the current actor), committed on success.
 
-        On SQLite it starts with BEGIN IMMEDIATE, so it holds the write lock from its first statement.
+        On SQLite it starts with BEGIN IMMEDIATE, so it holds the write lock from its first statement. On
+        PostgreSQL `mark=False` skips the marker statement for a transaction whose only work is one write-API
+        function given p_actor (it marks the transaction itself), saving a round trip on the hot path.
         """
         who = actor or current_actor()
         now = self.clock.now()
@@ -204,7 +206,7 @@ class EngineDB:
                     state.failure = None
                 try:
                     with conn.begin():
-                        if state is None:
+                        if state is None and (mark or self.clock.pinned):
                             conn.execute(
                                 sa.text(
                                     "SELECT set_config('etl_craft.actor', :actor, true),"

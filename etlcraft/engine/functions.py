@@ -112,7 +112,7 @@ def function_specs(dialect: str) -> dict[str, FunctionSpec]:
 
 def call(db: EngineDB, name: str, /, **arguments: Any) -> list[Any]:
     """Call the write-API function `name` in its own transaction, as the current actor; typed rows back."""
-    with db.write() as conn:
+    with db.write(mark=False) as conn:
         return call_in(db, conn, name, **arguments)
 
 
@@ -135,8 +135,11 @@ def call_in(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -
 
 
 def _call_postgres(db: EngineDB, conn: sa.Connection, spec: FunctionSpec, arguments: Mapping[str, Any]) -> list[Any]:
-    named = ", ".join(f"p_{k} => :{k}" for k in arguments)
-    return list(conn.execute(sa.text(f"SELECT * FROM {db.schema}.{spec.name}({named})"), dict(arguments)))
+    """SELECT * FROM schema.name(p_x => :x, ..., p_actor => :actor): the function marks the transaction."""
+    actor = current_actor()
+    values = {**arguments, "_actor": actor.name, "_actor_kind": str(actor.kind)}
+    named = ", ".join([*(f"p_{k} => :{k}" for k in arguments), "p_actor => :_actor", "p_actor_kind => :_actor_kind"])
+    return list(conn.execute(sa.text(f"SELECT * FROM {db.schema}.{spec.name}({named})"), values))
 
 
 def _call_sqlite(conn: sa.Connection, spec: FunctionSpec, arguments: Mapping[str, Any]) -> list[Any]:

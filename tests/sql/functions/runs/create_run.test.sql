@@ -1,0 +1,44 @@
+-- create_run: one run per (pipeline, run key), created by the actor, refused for unknown or paused pipelines.
+BEGIN;
+SELECT plan(9);
+SELECT etl_test.serialize();
+SELECT etl_test.act();
+SELECT etl_test.seed();
+
+SELECT is((SELECT row(status, created)::text FROM etl_craft.create_run(
+             p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+             p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_actor => 'alice@host')),
+          '(IN-PROGRESS,t)', 'a new key creates an IN-PROGRESS run');
+SELECT is((SELECT row(status, created)::text FROM etl_craft.create_run(
+             p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+             p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_actor => 'bob@host')),
+          '(IN-PROGRESS,f)', 'the same key returns the same run, not created');
+SELECT is((SELECT count(*)::int FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:new'), 1,
+          'one row for the key');
+SELECT is((SELECT started_by || '/' || started_by_kind || '/' || trigger_kind FROM etl_craft.aud_pipelines_run_log
+            WHERE run_key = 'manual:new'), 'alice@host/HUMAN/MANUAL', 'the creator and trigger kind are recorded');
+SELECT is((SELECT status FROM etl_craft.create_run(
+             p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+             p_run_key => 'schedule:2026-01-03T06:00:00Z', p_run_date => DATE '2026-01-03', p_trigger_kind => 'SCHEDULE',
+             p_status => 'QUEUED', p_actor => 'overseer', p_actor_kind => 'SCHEDULE')),
+          'QUEUED', 'a scheduled run can start QUEUED');
+SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(p_pipeline_id => 999, p_run_key => 'manual:x',
+                          p_run_date => DATE '2026-01-02', p_actor => 'alice@host') $$,
+                        'EC021', 'pipeline 999 does not exist or is switched off%', 'an unknown pipeline is not found');
+SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
+                          p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'),
+                          p_run_key => 'manual:x', p_run_date => DATE '2026-01-02', p_actor => 'alice@host') $$,
+                        'EC023', 'pipeline up_pl is paused since % by pgtap@test; a paused pipeline starts no run%',
+                        'a paused pipeline starts no run');
+SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
+                          p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+                          p_run_key => 'manual:y', p_run_date => DATE '2026-01-02', p_trigger_kind => 'WHENEVER',
+                          p_actor => 'alice@host') $$,
+                        '23514', '%trigger_kind_is_valid%', 'an unknown trigger kind is refused by its CHECK');
+SELECT etl_test.unmark();
+SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
+                          p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+                          p_run_key => 'manual:z', p_run_date => DATE '2026-01-02') $$,
+                        'EC001', 'etl-craft functions record who acts: pass p_actor%', 'a call that names no actor is refused');
+SELECT * FROM finish();
+ROLLBACK;
