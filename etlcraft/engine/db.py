@@ -194,33 +194,38 @@ class EngineDB:
         PostgreSQL `mark=False` skips the marker statement for a transaction whose only work is one write-API
         function given p_actor (it marks the transaction itself), saving a round trip on the hot path.
         """
+        with self._mapped_errors(None), self.engine.connect() as conn, self.transaction(conn, actor, mark=mark):
+            yield conn
+
+    @contextlib.contextmanager
+    def transaction(self, conn: sa.Connection, actor: Actor | None = None, *, mark: bool = True) -> Iterator[None]:
+        """A marked write transaction on a connection the caller keeps open (a worker's loop)."""
         who = actor or current_actor()
         now = self.clock.now()
-        with self._mapped_errors(None), self.engine.connect() as conn:
-            state = self._sqlite_state(conn)
-            with self._mapped_errors(state):
+        state = self._sqlite_state(conn)
+        with self._mapped_errors(state):
+            if state is not None:
+                conn.info[_BEGIN_KEY] = "BEGIN IMMEDIATE"
+                state.actor, state.kind, state.now = who.name, str(who.kind), format_timestamp(now)
+                state.notes.clear()
+                state.failure = None
+            try:
+                with conn.begin():
+                    if state is None and (mark or self.clock.pinned):
+                        conn.execute(
+                            sa.text(
+                                "SELECT set_config('etl_craft.actor', :actor, true),"
+                                " set_config('etl_craft.actor_kind', :kind, true),"
+                                " set_config('etl_craft.now', :now, true)"
+                            ),
+                            {"actor": who.name, "kind": str(who.kind),
+                             "now": now.isoformat() if self.clock.pinned else ""},
+                        )
+                    yield
+            finally:
                 if state is not None:
-                    conn.info[_BEGIN_KEY] = "BEGIN IMMEDIATE"
-                    state.actor, state.kind, state.now = who.name, str(who.kind), format_timestamp(now)
-                    state.notes.clear()
-                    state.failure = None
-                try:
-                    with conn.begin():
-                        if state is None and (mark or self.clock.pinned):
-                            conn.execute(
-                                sa.text(
-                                    "SELECT set_config('etl_craft.actor', :actor, true),"
-                                    " set_config('etl_craft.actor_kind', :kind, true),"
-                                    " set_config('etl_craft.now', :now, true)"
-                                ),
-                                {"actor": who.name, "kind": str(who.kind),
-                                 "now": now.isoformat() if self.clock.pinned else ""},
-                            )
-                        yield conn
-                finally:
-                    if state is not None:
-                        conn.info.pop(_BEGIN_KEY, None)
-                        state.actor = state.kind = state.migration = state.now = None
+                    conn.info.pop(_BEGIN_KEY, None)
+                    state.actor = state.kind = state.migration = state.now = None
 
     def set_migration(self, conn: sa.Connection, name: str | None) -> None:
         """Name the project migration whose changes the CFG_ triggers record (None: no migration)."""

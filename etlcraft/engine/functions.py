@@ -116,6 +116,12 @@ def call(db: EngineDB, name: str, /, **arguments: Any) -> list[Any]:
         return call_in(db, conn, name, **arguments)
 
 
+def call_on(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -> list[Any]:
+    """Call `name` in its own transaction on a connection the caller keeps open (a worker's loop)."""
+    with db.transaction(conn, mark=False):
+        return call_in(db, conn, name, **arguments)
+
+
 def call_in(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -> list[Any]:
     """Call `name` inside a write transaction the caller holds (db.write())."""
     spec = function_specs(db.dialect).get(name)
