@@ -26,7 +26,7 @@ test-py: install ## pytest (tests/py) on SQLite and PostgreSQL
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 lint: install ## ruff and mypy
-	ruff check etlcraft tests scripts
+	ruff check etlcraft tests scripts bench
 	mypy
 
 verify: install ## Fail when the rendered SQL differs from the checked-in snapshot (sql/rendered/)

@@ -141,6 +141,142 @@ def sql_functions_page() -> str:
     return "\n".join(lines)
 
 
+def configuration_page() -> str:
+    from etlcraft.config import keys as config_keys
+
+    def default(key: config_keys.Key) -> str:
+        if key.required:
+            return f"required with {' or '.join(key.applies_to)}" if key.applies_to else "required"
+        if key.default is None:
+            return "not set"
+        return f"`{key.default!r}`" if isinstance(key.default, float) else f"`{key.default}`"
+
+    def allowed(key: config_keys.Key) -> str:
+        kind = config_keys.KeyType
+        if key.type in (kind.INTEGER, kind.NUMBER):
+            return key.range_text().replace("of ", "", 1)
+        if key.type is kind.CHOICE:
+            return ", ".join(f"`{c}`" for c in key.choices)
+        if key.type is kind.TIMEZONE:
+            return "a name of the IANA time zone database, spelled as there"
+        if key.type is kind.VARIABLE:
+            return "letters, digits and _, not starting with a digit"
+        if key.type is kind.PATH:
+            return "relative to the project directory, or absolute"
+        if key.type is kind.TEXT_LIST:
+            return f"at least one item, each {key.item_expected()}"
+        return key.item_expected()
+
+    lines = [
+        GENERATED.format(source="etlcraft/config/keys.py"),
+        "",
+        "# Configuration: craft-connector.yml",
+        "",
+        "Each project has one `craft-connector.yml` in its directory. It is read strictly: an unknown section or",
+        "key is refused naming the expected ones (names are case-sensitive, exactly as below), a key given twice",
+        "is refused naming both lines, and every refused value is reported with its section and key, the value",
+        "found, what was expected and the remedy. A refused file stops the command with exit code 3",
+        "(configuration error; see [exit-codes.md](exit-codes.md)).",
+        "",
+        "- **Secrets** are never written in the file. A key of type *variable name* (`secret`) names the",
+        "  variable that holds the password; etl-craft reads it when it needs it, from the environment first,",
+        "  then from the project's `.env` file (`NAME=value` lines; `export` and a byte-order mark are",
+        "  tolerated). A variable that is missing or blank is refused naming it. A password or a credential",
+        "  query key (`password`, `token`, ...) in a URL is refused.",
+        "- **Paths** that are relative start at the project directory, whatever the working directory; symbolic",
+        "  links are kept as written.",
+        "- **Whole numbers** are written with the digits 0-9 only (as a YAML number or a quoted string): no",
+        "  sign, exponent, underscore, `0x`, `true` or decimal point. None is larger than",
+        f"  {config_keys.WHOLE_NUMBER_MAX}. **Numbers** may also have a decimal part (`2.5`).",
+        "- **The fingerprint** `CONFIG_SHA256`, recorded on each run, is the SHA-256 of the normalized",
+        "  configuration: values as read (blanks stripped, numbers as numbers, defaults filled in), secrets as",
+        "  variable names only. Comments, key order, quoting and layout do not change it.",
+        "",
+    ]
+    for section in config_keys.SECTIONS:
+        lines += [
+            f"## {section.name} ({'required' if section.required else 'optional'})",
+            "",
+            section.meaning,
+            "",
+            "| Key | Type | Default | Allowed | Meaning |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for key in config_keys.keys_of(section.name):
+            meaning = key.meaning
+            if key.applies_to:
+                meaning += f" Only with dialect {' or '.join(key.applies_to)}."
+            cells = (f"`{key.name}`", key.type.value, default(key), allowed(key), meaning)
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        rules = config_keys.rules_of(section.name)
+        if rules:
+            lines += ["", "Also checked:", ""]
+            lines += [f"- {rule.meaning}" for rule in rules]
+        lines.append("")
+    lines += [
+        "## Example",
+        "",
+        "```yaml",
+        "Engine:",
+        "  dialect: postgresql",
+        "  url: postgresql://etl_craft@db.example.com:5432/etl",
+        "  secret: ETL_CRAFT_ENGINE_PASSWORD",
+        "Warehouse:",
+        "  dialect: duckdb",
+        "  path: warehouse.duckdb",
+        "Email:",
+        "  host: smtp.example.com",
+        "  port: 587",
+        "  tls_mode: starttls",
+        "  username: etl",
+        "  secret: ETL_CRAFT_SMTP_PASSWORD",
+        "  from_address: etl@example.com",
+        "  to: [ops@example.com, data-team@example.com]",
+        "  subject_prefix: '[etl-craft prod]'",
+        "Orchestration:",
+    ]
+    for key in config_keys.keys_of("Orchestration"):
+        lines.append(f"  {key.name}: {key.default}")
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def task_parameters_page() -> str:
+    from etlcraft.core.parameters import PARAMETERS
+    from etlcraft.core.sqltext import RUN_VALUES
+
+    lines = [
+        GENERATED.format(source="etlcraft/core/parameters.py"),
+        "",
+        "# Task parameters",
+        "",
+        "A task's parameters are rows of `CFG_TASK_PARAMETERS` (`TASK_ID`, `PARAMETER_NAME`, `PARAMETER_VALUE`,",
+        "`ACTIVE_FLAG`), written by project migrations like the rest of the metadata. Values are text.",
+        "`etl-craft validate` refuses a name not listed here (suggesting the nearest one), a parameter on a task it",
+        "does not apply to, a value of the wrong form and a missing required parameter.",
+        "",
+        "| Parameter | Applies to | Value | Default |",
+        "| --- | --- | --- | --- |",
+    ]
+    for spec in PARAMETERS:
+        default = "required" if spec.required_for else spec.default_description
+        lines.append(f"| [`{spec.name}`](#{spec.name.lower()}) | {spec.scope} | {spec.kind} | {default} |")
+    lines.append("")
+    for spec in PARAMETERS:
+        lines += [f"## {spec.name}", "", spec.meaning, "", f"- **Applies to**: {spec.scope}",
+                  f"- **Value**: {spec.expected}", f"- **Default**: {spec.default_description}", ""]
+    lines += [
+        "## $$ tokens in SQL",
+        "",
+        "A task's SQL may use these tokens where a value can stand; each is replaced with a SQL literal of the",
+        "run's value before the SELECT runs: " + ", ".join(f"`$${name}`" for name in RUN_VALUES) + ", and the",
+        "task's parameters by name. A `$$` inside a string literal, a quoted name or a comment is left as",
+        "written. `etl-craft validate` refuses a token that names none of them.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def pages() -> dict[Path, str]:
     reference = ROOT / "docs" / "reference"
     return {
@@ -148,6 +284,8 @@ def pages() -> dict[Path, str]:
         reference / "exit-codes.md": exit_codes_page(),
         reference / "cli.md": cli_page(),
         reference / "sql-functions.md": sql_functions_page(),
+        reference / "configuration.md": configuration_page(),
+        reference / "task-parameters.md": task_parameters_page(),
     }
 
 

@@ -7,7 +7,7 @@ import sys
 import click
 
 from etlcraft import __version__
-from etlcraft.cli import doctor, init, init_db, migrate
+from etlcraft.cli import doctor, init, init_db, list_pipelines, migrate, show, validate
 from etlcraft.cli.context import CliContext
 from etlcraft.core.errors import EtlCraftError
 
@@ -27,7 +27,7 @@ def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema:
     ctx.call_on_close(ctx.obj.close)
 
 
-for module in (init, init_db, migrate, doctor):
+for module in (init, init_db, migrate, doctor, validate, list_pipelines, show):
     cli.add_command(module.command)
 
 

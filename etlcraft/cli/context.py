@@ -7,6 +7,7 @@ from pathlib import Path
 
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
+from etlcraft.core.errors import EngineDbError
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 
 
@@ -48,6 +49,13 @@ class CliContext:
                     engine.url, schema=engine.schema or DEFAULT_SCHEMA, password=config.secret_value(engine)
                 )
         return self._db
+
+    def existing_engine_db(self) -> EngineDB:
+        """The Engine DB for a read-only command: a SQLite file that does not exist yet is not created."""
+        path = self.sqlite_path()
+        if path is not None and not path.exists():
+            raise EngineDbError(f"the Engine DB file {path} does not exist yet; run etl-craft migrate")
+        return self.engine_db()
 
     def sqlite_path(self) -> Path | None:
         if self.engine_url:

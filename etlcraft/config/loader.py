@@ -1,9 +1,11 @@
-"""craft-connector.yml: a project's connections, loaded strictly.
+"""craft-connector.yml: a project's connections and settings, loaded strictly.
 
-Unknown sections and keys are refused naming the expected ones; a key given twice is refused with both line
-numbers (B56); secrets are never values in the file but names of variables, read from the environment or the
-project's .env (B58); credential-looking URL query keys are refused (B48); relative paths resolve against the
-project directory, never the working directory (B55).
+Every key and its check come from the one table in etlcraft/config/keys.py (which also generates
+docs/reference/configuration.md). Unknown sections and keys are refused naming the expected ones; a key given
+twice is refused with both line numbers (B56); secrets are never values in the file but names of variables,
+read from the environment or the project's .env when needed (B58); credential-looking URL query keys are
+refused (B48); relative paths resolve against the project directory, never the working directory (B55); whole
+numbers are plain ASCII digits within their range (S2.G.8).
 """
 
 from __future__ import annotations
@@ -11,30 +13,60 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlsplit
+from zoneinfo import ZoneInfo, available_timezones
 
 import yaml
 
+from etlcraft.config.keys import (
+    ENGINE_DIALECTS,
+    SECTIONS,
+    VARIABLE_PATTERN,
+    WAREHOUSE_DIALECTS,
+    WHOLE_NUMBER_MAX,
+    Key,
+    KeyType,
+    keys_of,
+    rules_of,
+    section_names,
+)
 from etlcraft.core.errors import ConfigurationError
+
+__all__ = [
+    "CONFIG_FILE",
+    "ENGINE_DIALECTS",
+    "ENV_FILE",
+    "SECRET_QUERY_KEYS",
+    "WAREHOUSE_DIALECTS",
+    "Connection",
+    "EmailConfig",
+    "OrchestrationConfig",
+    "ProjectConfig",
+    "load_config",
+    "read_env_file",
+    "resolve_variable",
+]
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 CONFIG_FILE = "craft-connector.yml"
 ENV_FILE = ".env"
 #: URL query keys that would carry a credential (any case): refused, put the secret in a variable.
 SECRET_QUERY_KEYS = frozenset({"password", "pwd", "passwd", "token", "access_token", "secret", "private_key_file_pwd"})
-_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-ENGINE_DIALECTS = ("sqlite", "postgresql")
-WAREHOUSE_DIALECTS = ("duckdb", "postgresql")
-_SECTION_KEYS = {
-    "Engine": ("dialect", "path", "url", "secret", "schema"),
-    "Warehouse": ("dialect", "path", "url", "secret"),
-}
+_VARIABLE = re.compile(VARIABLE_PATTERN)
+_DIGITS = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+#: Tags whose plain scalars are shown as written in messages (0x10, not 16; yes, not True).
+_SHOWN_AS_WRITTEN = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"})
 
 
 @dataclass(frozen=True)
@@ -49,16 +81,63 @@ class Connection:
 
 
 @dataclass(frozen=True)
+class EmailConfig:
+    """The SMTP relay (section Email). `secret` is the name of the variable holding the password."""
+
+    host: str
+    port: int
+    tls_mode: str
+    ca_file: Path | None
+    username: str | None
+    secret: str | None
+    from_address: str
+    to: tuple[str, ...]
+    subject_prefix: str | None
+
+
+@dataclass(frozen=True)
+class OrchestrationConfig:
+    """Scheduling, retries, leases and shutdown (section Orchestration); every field has a default."""
+
+    project: str
+    timezone: str
+    max_parallel_tasks: int
+    gate_wait_minutes: int
+    retries: int
+    retry_delay_seconds: int
+    retry_backoff: float
+    lease_seconds: int
+    heartbeat_seconds: int
+    shutdown_grace_seconds: int
+    db_pool_size: int
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class _HasSecret(Protocol):
+    @property
+    def secret(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
 class ProjectConfig:
     project_dir: Path
     engine: Connection
     warehouse: Connection
     sha256: str
+    orchestration: OrchestrationConfig
+    email: EmailConfig | None = None
     env: Mapping[str, str] = field(repr=False, compare=False, default_factory=dict)
 
-    def secret_value(self, connection: Connection) -> str | None:
-        """The password of `connection`, read from its variable now (never stored on the object)."""
-        return None if connection.secret is None else resolve_variable(connection.secret, self.env, self.project_dir)
+    def secret_value(self, holder: _HasSecret) -> str | None:
+        """The password named by `holder.secret` (a Connection or the EmailConfig), read from its variable now:
+        never stored on the object."""
+        return None if holder.secret is None else resolve_variable(holder.secret, self.env, self.project_dir)
+
+
+# ---------------------------------------------------------------------------------------- files and secrets
 
 
 def _check_duplicate_keys(node: yaml.Node | None, path: str) -> None:
@@ -143,70 +222,149 @@ def load_config(project_dir: Path) -> ProjectConfig:
         )
     text = _read_text(path)
     try:
-        _check_duplicate_keys(yaml.compose(text, Loader=yaml.SafeLoader), "")
+        document = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_duplicate_keys(document, "")
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"{path} is not valid YAML: {exc}") from exc
+    names = section_names()
     if not isinstance(raw, dict):
-        raise ConfigurationError(f"{path} must be a mapping of sections ({', '.join(_SECTION_KEYS)})")
-    unknown = [s for s in raw if s not in _SECTION_KEYS]
+        raise ConfigurationError(f"{path} must be a mapping of sections ({', '.join(names)})")
+    unknown = [s for s in raw if s not in names]
     if unknown:
         raise ConfigurationError(
-            f"{CONFIG_FILE}: unknown section {unknown[0]!r}; the sections are {', '.join(_SECTION_KEYS)}"
+            f"{CONFIG_FILE}: unknown section {unknown[0]!r}; the sections are {', '.join(names)}"
+            + _suggestion(str(unknown[0]), names)
         )
-    for required in ("Engine", "Warehouse"):
-        if required not in raw:
-            raise ConfigurationError(f"{CONFIG_FILE}: the section {required} is missing")
-    engine = _connection("Engine", raw["Engine"], ENGINE_DIALECTS, project_dir)
-    warehouse = _connection("Warehouse", raw["Warehouse"], WAREHOUSE_DIALECTS, project_dir)
+    for section in SECTIONS:
+        if section.required and section.name not in raw:
+            raise ConfigurationError(f"{CONFIG_FILE}: the section {section.name} is missing")
+    nodes = _value_nodes(document)
+    engine, engine_values = _connection("Engine", raw["Engine"], nodes, project_dir)
+    warehouse, warehouse_values = _connection("Warehouse", raw["Warehouse"], nodes, project_dir)
+    normalized: dict[str, Any] = {"Engine": engine_values, "Warehouse": warehouse_values}
+    email = None
+    if "Email" in raw:
+        normalized["Email"] = _settings("Email", raw["Email"], nodes)
+        email = _build(EmailConfig, "Email", normalized["Email"], project_dir)
+    normalized["Orchestration"] = _settings("Orchestration", raw.get("Orchestration", {}), nodes)
+    orchestration = _build(OrchestrationConfig, "Orchestration", normalized["Orchestration"], project_dir)
     env = read_env_file(project_dir / ENV_FILE)
-    normalized = {section: {k: _text(section, k, v) for k, v in raw[section].items()} for section in _SECTION_KEYS}
-    return ProjectConfig(project_dir, engine, warehouse, _fingerprint(normalized), env)
+    sha256 = _fingerprint(normalized)
+    log.debug("loaded %s (sections %s; CONFIG_SHA256 %s)", path, ", ".join(map(str, raw)), sha256)
+    return ProjectConfig(project_dir, engine, warehouse, sha256, orchestration, email, env)
 
 
-def _connection(section: str, raw: object, dialects: tuple[str, ...], project_dir: Path) -> Connection:
+# ------------------------------------------------------------------------------------------------ sections
+
+
+def _value_nodes(document: yaml.Node | None) -> dict[tuple[str, str], yaml.Node]:
+    """The YAML node of each section's key, to show a value as written (0x10, not 16)."""
+    nodes: dict[tuple[str, str], yaml.Node] = {}
+    if isinstance(document, yaml.MappingNode):
+        for section_node, body in document.value:
+            if isinstance(body, yaml.MappingNode):
+                for key_node, value_node in body.value:
+                    nodes[(str(section_node.value), str(key_node.value))] = value_node
+    return nodes
+
+
+def _suggestion(name: str, names: Sequence[str]) -> str:
+    """"; did you mean X?" for a name that differs from an expected one by case or a typo; else ""."""
+    folded = [n for n in names if n.lower() == name.lower()]
+    if folded:
+        return f"; did you mean {folded[0]}? (names are case-sensitive)"
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    return f"; did you mean {near[0]}?" if near else ""
+
+
+def _section_values(section: str, raw: object, nodes: Mapping[tuple[str, str], yaml.Node]) -> dict[str, Any]:
+    """The keys `raw` sets, each checked against its row in keys.py and normalized (text stripped)."""
+    keys = {key.name: key for key in keys_of(section)}
     if not isinstance(raw, dict):
-        raise ConfigurationError(f"{CONFIG_FILE}: {section} must be a mapping of {', '.join(_SECTION_KEYS[section])}")
-    for key in raw:
-        if key not in _SECTION_KEYS[section]:
+        raise ConfigurationError(f"{CONFIG_FILE}: {section} must be a mapping of {', '.join(keys)}")
+    for name in raw:
+        if name not in keys:
             raise ConfigurationError(
-                f"{CONFIG_FILE}: unknown key {section}.{key}; the keys of {section} are "
-                f"{', '.join(_SECTION_KEYS[section])}"
+                f"{CONFIG_FILE}: unknown key {section}.{name}; the keys of {section} are {', '.join(keys)}"
+                + _suggestion(str(name), list(keys))
             )
-    values = {k: _text(section, k, v) for k, v in raw.items()}
+    return {name: _check(keys[name], value, nodes.get((section, name))) for name, value in raw.items()}
+
+
+def _settings(section: str, raw: object, nodes: Mapping[tuple[str, str], yaml.Node]) -> dict[str, Any]:
+    """A section of settings (Email, Orchestration): every key of the table, defaults filled in, rules checked."""
+    given = _section_values(section, raw, nodes)
+    values: dict[str, Any] = {}
+    for key in keys_of(section):
+        if key.name in given:
+            values[key.name] = given[key.name]
+        elif key.required:
+            raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is missing; {_missing_hint(key, None)}")
+        else:
+            values[key.name] = key.default
+    for rule in rules_of(section):
+        message = rule.check(values, frozenset(given))
+        if message:
+            raise ConfigurationError(f"{CONFIG_FILE}: {message}")
+    return values
+
+
+def _build(cls: type[_T], section: str, values: Mapping[str, Any], project_dir: Path) -> _T:
+    """The section's config object from its normalized values: paths made absolute, lists made tuples."""
+    kwargs: dict[str, Any] = {}
+    for key in keys_of(section):
+        value = values[key.name]
+        if key.type is KeyType.PATH and value is not None:
+            value = _absolute(project_dir, value)
+        elif key.type is KeyType.TEXT_LIST:
+            value = tuple(value)
+        kwargs[key.field] = value
+    return cls(**kwargs)
+
+
+def _absolute(project_dir: Path, text: str) -> Path:
+    """A path from the file: relative ones start at the project directory (B55); links are kept (.absolute())."""
+    path = Path(text)
+    return path if path.is_absolute() else (project_dir / path).absolute()
+
+
+def _missing_hint(key: Key, dialect: str | None) -> str:
+    if key.missing_hint:
+        return key.missing_hint.format(dialect=dialect)
+    return f"expected {key.expected()}"
+
+
+# --------------------------------------------------------------------------------------------- connections
+
+
+def _connection(
+    section: str, raw: object, nodes: Mapping[tuple[str, str], yaml.Node], project_dir: Path
+) -> tuple[Connection, dict[str, Any]]:
+    """Engine or Warehouse: the connection, and its normalized values for the fingerprint."""
+    values = _section_values(section, raw, nodes)
+    keys = {key.name: key for key in keys_of(section)}
     dialect = values.get("dialect")
-    if dialect not in dialects:
-        raise ConfigurationError(
-            f"{CONFIG_FILE}: {section}.dialect is {dialect!r}; supported: {', '.join(dialects)}"
-        )
-    secret = values.get("secret")
-    if secret is not None and not _VARIABLE.match(secret):
-        raise ConfigurationError(
-            f"{CONFIG_FILE}: {section}.secret must be the name of a variable (letters, digits, _), not a password; "
-            "put the password in that variable (environment or .env)"
-        )
-    if dialect in ("sqlite", "duckdb"):
-        return _file_connection(section, dialect, values, project_dir)
-    return _server_connection(section, dialect, values, secret)
-
-
-def _file_connection(section: str, dialect: str, values: dict[str, str], project_dir: Path) -> Connection:
-    extra = sorted(set(values) - {"dialect", "path"})
+    if dialect is None:
+        supported = ", ".join(keys["dialect"].choices)
+        raise ConfigurationError(f"{CONFIG_FILE}: {section}.dialect is None; supported: {supported}")
+    extra = sorted(name for name in values if keys[name].applies_to and dialect not in keys[name].applies_to)
     if extra:
-        raise ConfigurationError(f"{CONFIG_FILE}: {section}.{extra[0]} does not apply to {dialect}; remove it")
-    if "path" not in values:
-        raise ConfigurationError(f"{CONFIG_FILE}: {section}.path is missing; name the {dialect} database file")
-    path = Path(values["path"])
-    path = path if path.is_absolute() else (project_dir / path).absolute()
-    return Connection(dialect=dialect, url=f"{'sqlite' if dialect == 'sqlite' else 'duckdb'}:///{path}", path=path)
-
-
-def _server_connection(section: str, dialect: str, values: dict[str, str], secret: str | None) -> Connection:
+        key = keys[extra[0]]
+        remedy = f"use {key.instead}" if key.instead else "remove it"
+        raise ConfigurationError(f"{CONFIG_FILE}: {key.path} does not apply to {dialect}; {remedy}")
+    for key in keys.values():
+        applies = not key.applies_to or dialect in key.applies_to
+        if key.required and applies and key.name not in values:
+            raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is missing; {_missing_hint(key, dialect)}")
     if "path" in values:
-        raise ConfigurationError(f"{CONFIG_FILE}: {section}.path does not apply to {dialect}; use url")
-    url = values.get("url")
-    if not url:
-        raise ConfigurationError(f"{CONFIG_FILE}: {section}.url is missing; e.g. postgresql://etl@db.example.com/etl")
+        path = _absolute(project_dir, values["path"])
+        return Connection(dialect=dialect, url=f"{dialect}:///{path}", path=path), values
+    connection = _server_connection(section, dialect, values["url"], values.get("secret"), values.get("schema"))
+    return connection, values
+
+
+def _server_connection(section: str, dialect: str, url: str, secret: str | None, schema: str | None) -> Connection:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parses the port, raising ValueError for a bad one
@@ -226,16 +384,149 @@ def _server_connection(section: str, dialect: str, values: dict[str, str], secre
                 f"{CONFIG_FILE}: {section}.url has the query key {key!r}, which carries a credential; "
                 f"put the secret in a variable and name it in {section}.secret"
             )
-    schema = values.get("schema")
     return Connection(dialect=dialect, url=url, secret=secret, schema=schema)
 
 
-def _text(section: str, key: str, value: object) -> str:
+# ------------------------------------------------------------------------------------------------- values
+
+
+def _check(key: Key, value: object, node: yaml.Node | None) -> Any:
+    """`value` checked against `key`'s row and normalized (JSON-ready: the fingerprint hashes it)."""
+    if key.type is KeyType.INTEGER:
+        return _whole_number(key, value, node)
+    if key.type is KeyType.NUMBER:
+        return _decimal(key, value, node)
+    if key.type is KeyType.BOOLEAN:
+        if isinstance(value, bool) and (node is None or str(node.value).lower() in ("true", "false")):
+            return value
+        raise _unexpected(key, value, node)
+    if key.type is KeyType.TEXT_LIST:
+        return _text_list(key, value, node)
+    if key.type is KeyType.VARIABLE:
+        return _variable(key, value)
+    if key.type is KeyType.CHOICE and isinstance(value, bool):  # YAML 1.1 reads off, no, on, yes as booleans
+        raise ConfigurationError(
+            f"{CONFIG_FILE}: {key.path} is {_shown(value, node)}; supported: {', '.join(key.choices)}"
+        )
+    text = _text(key, value)
+    if key.type is KeyType.CHOICE and text not in key.choices:
+        raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is {text!r}; supported: {', '.join(key.choices)}")
+    if key.type is KeyType.TIMEZONE:
+        return _timezone(key, text)
+    if key.pattern and not re.fullmatch(key.pattern, text):
+        if key.refuse_user_info and "@" in text:
+            raise ConfigurationError(
+                f"{CONFIG_FILE}: {key.path} holds user information (an @; the value is not shown, it may hold a "
+                f"password); give the host name alone, the user in {key.section}.username and the name of the "
+                f"password's variable in {key.section}.secret"
+            )
+        raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is {text!r}; expected {key.item_expected()}")
+    return text
+
+
+def _text(key: Key, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ConfigurationError(f"{CONFIG_FILE}: {section}.{key} must be a non-empty text, found {value!r}")
+        raise ConfigurationError(f"{CONFIG_FILE}: {key.path} must be a non-empty text, found {value!r}")
     return value.strip()
 
 
+def _variable(key: Key, value: object) -> str:
+    """A variable's name. Whatever else is written there is not shown: it may be the password itself."""
+    if value is None or isinstance(value, bool) or (isinstance(value, str) and not value.strip()):
+        return _text(key, value)
+    if not isinstance(value, str) or not _VARIABLE.match(value.strip()):
+        raise ConfigurationError(
+            f"{CONFIG_FILE}: {key.path} must be the name of a variable (letters, digits, _), not a password; "
+            "put the password in that variable (environment or .env)"
+        )
+    return value.strip()
+
+
+def _shown(value: object, node: yaml.Node | None) -> str:
+    """A value in a message: numbers and booleans as written in the file, anything else as its repr."""
+    if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag in _SHOWN_AS_WRITTEN:
+        return str(node.value)
+    return repr(value)
+
+
+def _unexpected(key: Key, value: object, node: yaml.Node | None, capped: bool = False) -> ConfigurationError:
+    expected = key.expected() if not capped else f"a whole number {key.range_text(capped=True)}"
+    return ConfigurationError(f"{CONFIG_FILE}: {key.path} is {_shown(value, node)}; expected {expected}")
+
+
+def _as_written(value: object, node: yaml.Node | None) -> str | None:
+    """The text of a number: a YAML number as written in the file, or a string; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return str(node.value) if isinstance(node, yaml.ScalarNode) else str(value)
+    if isinstance(value, str):
+        return value.strip()
+    return None
+
+
+def _whole_number(key: Key, value: object, node: yaml.Node | None) -> int:
+    """Plain ASCII digits only (not "²", "1e3", 0x10, 1_000, true or 2.0), read in base 10, within range."""
+    text = _as_written(value, node)
+    if text is None or not _DIGITS.fullmatch(text):
+        raise _unexpected(key, value, node)
+    maximum = WHOLE_NUMBER_MAX if key.maximum is None else key.maximum
+    if len(text.lstrip("0")) > len(str(WHOLE_NUMBER_MAX)):
+        raise _unexpected(key, value, node, capped=key.maximum is None)
+    number = int(text)
+    if key.minimum is not None and number < key.minimum:
+        raise _unexpected(key, value, node)
+    if number > maximum:
+        raise _unexpected(key, value, node, capped=key.maximum is None)
+    return number
+
+
+def _decimal(key: Key, value: object, node: yaml.Node | None) -> float:
+    """Digits with an optional decimal part (2, 2.5); no sign, exponent, infinity or NaN; within range."""
+    text = _as_written(value, node)
+    if text is None or not _DECIMAL.fullmatch(text) or len(text) > 32:
+        raise _unexpected(key, value, node)
+    number = float(text)
+    if (key.minimum is not None and number < key.minimum) or (key.maximum is not None and number > key.maximum):
+        raise _unexpected(key, value, node)
+    return number
+
+
+def _text_list(key: Key, value: object, node: yaml.Node | None) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise _unexpected(key, value, node)
+    items = []
+    for index, item in enumerate(value):
+        text = item.strip() if isinstance(item, str) else ""
+        if not text or (key.pattern and not re.fullmatch(key.pattern, text)):
+            raise ConfigurationError(
+                f"{CONFIG_FILE}: {key.path}[{index}] is {item!r}; expected {key.item_expected()}"
+            )
+        items.append(text)
+    return items
+
+
+@cache
+def _time_zones() -> frozenset[str]:
+    """The IANA names of the system's time zone database, without the machine-local ones (localtime, Factory)."""
+    return frozenset(available_timezones()) - {"localtime", "Factory", "posixrules"}
+
+
+def _timezone(key: Key, name: str) -> str:
+    """An IANA name exactly as the time zone database spells it (Europe/Paris, not europe/paris)."""
+    zones = _time_zones()
+    if name in zones or name == "UTC":
+        try:
+            ZoneInfo(name)
+            return name
+        except (KeyError, ValueError, OSError):  # ZoneInfoNotFoundError is a KeyError
+            pass
+    hint = _suggestion(name, sorted(zones))
+    if not zones:
+        hint = "; this system has no time zone database: install the tzdata package"
+    raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is {name!r}; expected {key.expected()}{hint}")
+
+
 def _fingerprint(raw: Mapping[str, Any]) -> str:
-    """CONFIG_SHA256: the normalized configuration (secrets appear as variable names only)."""
+    """CONFIG_SHA256: the normalized configuration, defaults filled in (secrets appear as variable names only)."""
     return hashlib.sha256(json.dumps(raw, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()

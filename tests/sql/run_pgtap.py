@@ -1,5 +1,5 @@
-"""Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers.sql loaded,
-then pg_prove over tests/sql/**/*.test.sql (helpers*.sql are loaded in name order). The database is dropped afterwards, pass or fail."""
+"""Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers*.sql loaded (in
+name order), then pg_prove over tests/sql/**/*.test.sql. The database is dropped afterwards, pass or fail."""
 
 from __future__ import annotations
 

@@ -4,10 +4,12 @@
 -- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
---   Two callers creating one key at once get one run (the unique key ux_run_key decides).
+--   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
+--   IN-PROGRESS run; more runs wait as QUEUED.
 -- @transition RUN (none) -> IN-PROGRESS or QUEUED
 -- @locks the ux_run_key entry of the key
--- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused
+-- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, or an IN-PROGRESS run
+--   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run)
 CREATE OR REPLACE FUNCTION etl_craft.create_run(
   p_pipeline_id bigint,
   p_run_key text,
@@ -32,14 +34,22 @@ BEGIN
     FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
     WHERE z.PIPELINE_ID = p_pipeline_id AND z.RESUMED_AT IS NULL
       AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = z.PIPELINE_ID AND r.RUN_KEY = p_run_key);
+  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' already has run ' || r.PIPELINE_RUN_ID || ' (' || r.RUN_KEY || ') IN-PROGRESS since ' || COALESCE(to_char(r.START_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '; a pipeline runs one run at a time: resume that run by its id or key, or wait for it to end')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+   WHERE r.PIPELINE_ID = p_pipeline_id AND r.STATUS = 'IN-PROGRESS' AND p_status = 'IN-PROGRESS'
+     AND r.RUN_KEY <> p_run_key;
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
      STARTED_BY_KIND, REASON)
   VALUES (p_pipeline_id, p_run_key, p_trigger_kind, p_run_date,
           p_status, v_now, CASE WHEN p_status = 'IN-PROGRESS' THEN v_now END,
           p_config_sha256, etl_craft._actor(), etl_craft._actor_kind(), p_reason)
-  ON CONFLICT (PIPELINE_ID, RUN_KEY) DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING PIPELINE_RUN_ID INTO v_run_id;
+  -- nothing inserted and no run with this key: another run of the pipeline became IN-PROGRESS meanwhile
+  PERFORM etl_craft._fail('EC023', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' started another run while this one was being created; a pipeline runs one run at a time: resume that run, or wait for it to end')
+   WHERE v_run_id IS NULL
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_ID = p_pipeline_id AND RUN_KEY = p_run_key);
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.created::boolean
     FROM (

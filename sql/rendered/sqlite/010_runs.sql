@@ -4,10 +4,12 @@
 -- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
---   Two callers creating one key at once get one run (the unique key ux_run_key decides).
+--   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
+--   IN-PROGRESS run; more runs wait as QUEUED.
 -- @transition RUN (none) -> IN-PROGRESS or QUEUED
 -- @locks the ux_run_key entry of the key
--- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused
+-- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, or an IN-PROGRESS run
+--   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run)
 -- @end create_run
 
 -- @function start_run

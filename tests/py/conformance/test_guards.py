@@ -227,13 +227,13 @@ def test_transition_triggers_allow_exactly_the_state_machine(engine_db: EngineDB
     """Every (from, to) pair among the entity's statuses: allowed pairs succeed, the others are refused by the
     database (an ended attempt as a final row), and no pair behaves differently from sql/state_machine.yaml."""
     entity = state_machine().entity(entity_name)
-    with engine_db.write() as conn:
-        _, pipeline, task = rows.project_pipeline_task(engine_db, conn)
     mismatches = []
     for number, (frm, to) in enumerate(itertools.product(entity.statuses, repeat=2)):
         if frm == to:
             continue
         with engine_db.write() as conn:
+            # a pipeline per row: a pipeline has at most one IN-PROGRESS run (ux_one_running_run)
+            _, pipeline, task = rows.project_pipeline_task(engine_db, conn, suffix=str(number))
             row_id = _row_in_status(engine_db, conn, entity, pipeline, task, number, frm)
         expected = "ok" if entity.is_allowed(frm, to) else (
             "final" if entity.name == "ATTEMPT" and frm in entity.terminal else "illegal")

@@ -88,3 +88,14 @@ def test_cancel_run_without_live_attempts_ends_it_at_once(project: Project) -> N
     assert (ended.status, ended.live_attempts) == ("CANCELLED", 0)
     with pytest.raises(StaleTransitionError, match=f"run {run} already ended CANCELLED"):
         call(project.db, "cancel_run", run_id=run, reason="again")
+
+
+def test_a_pipeline_runs_one_run_at_a_time(project: Project) -> None:
+    first = project.run("orders", key="manual:first")
+    with pytest.raises(RefusedByPolicyError, match=(
+            f"pipeline orders already has run {first} \\(manual:first\\) IN-PROGRESS since .*; a pipeline runs one run"
+            " at a time")):
+        project.run("orders", key="manual:second")
+    queued = project.run("orders", key="schedule:next", status="QUEUED")
+    assert project.rows("SELECT PIPELINE_RUN_ID, STATUS FROM {AUD_PIPELINES_RUN_LOG} ORDER BY PIPELINE_RUN_ID") == [
+        (first, "IN-PROGRESS"), (queued, "QUEUED")]

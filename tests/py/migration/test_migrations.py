@@ -60,7 +60,7 @@ def test_init_db_twice_changes_nothing_the_second_time(empty_db: EngineDB) -> No
         first = migrate(empty_db)
         ledger = _ledger(empty_db)
         second = migrate(empty_db)
-    assert [m.version for m in first.applied] == ["0001", "0002"]
+    assert [m.version for m in first.applied] == [m.version for m in engine_migrations(empty_db.dialect, "etl_craft")]
     assert [m.name for m in first.refreshed] == [m.name for m in repeatable_objects(empty_db.dialect, "etl_craft", [])]
     assert not second.changed_anything
     assert _ledger(empty_db) == ledger

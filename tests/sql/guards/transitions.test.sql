@@ -59,12 +59,15 @@ SELECT set_eq('SELECT entity, count(*) FROM etl_craft.eng_statuses GROUP BY enti
   'ENG_STATUSES has 6 RUN, 5 TASK_RUN and 8 ATTEMPT statuses');
 
 -- The rows the guards are tried on: run manual:up1, its task run of extract and attempt 1 from the seed, plus a task
--- run of load in manual:down1 without attempts (for attempt inserts).
+-- run of load in manual:down1 without attempts (for attempt inserts), and pipeline empty_pl (for run inserts).
 SELECT etl_test.act();
 SELECT etl_test.seed();
 INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status)
   VALUES ((SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'),
           (SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'load'), 'IN-PROGRESS');
+-- a pipeline without runs for run inserts: a pipeline has at most one IN-PROGRESS run (ux_one_running_run)
+INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code)
+  SELECT project_id, 'empty_pl' FROM etl_craft.cfg_projects WHERE project_code = 'tp';
 
 CREATE TEMP TABLE subjects (entity text, tbl text, key text, id bigint, insert_sql text) ON COMMIT DROP;
 INSERT INTO subjects VALUES
@@ -72,7 +75,7 @@ INSERT INTO subjects VALUES
    (SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:up1'),
    $$INSERT INTO etl_craft.aud_pipelines_run_log
        (pipeline_id, run_key, trigger_kind, run_date, status, queued_at, started_by, started_by_kind)
-     VALUES ((SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'up_pl'), 'manual:new', 'MANUAL',
+     VALUES ((SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'empty_pl'), 'manual:new', 'MANUAL',
              DATE '2026-01-02', %L, now(), 'pgtap', 'HUMAN')$$),
   ('TASK_RUN', 'aud_task_run_log', 'task_run_id',
    (SELECT task_run_id FROM etl_craft.aud_task_run_log JOIN etl_craft.cfg_tasks USING (task_id) WHERE task_code = 'extract'),

@@ -1,9 +1,9 @@
--- Proves every index 0001_engine_schema names exists on its table with its columns, uniqueness and partial predicate,
+-- Proves every index the engine migrations (0001, 0003) name exists on its table with its columns, uniqueness and partial predicate,
 -- and that the unique ones refuse what they must (a second live attempt of a task run, a second run with the same
 -- (PIPELINE_ID, RUN_KEY), a second open pause, duplicate active codes, ...) while allowing what they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(141);
+SELECT plan(149);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -33,8 +33,12 @@ INSERT INTO expected_indexes VALUES
   ('aud_task_attempts', 'ux_attempt_live', ARRAY['task_run_id'], true,
    '((status)::text = ANY ((ARRAY[''QUEUED''::character varying, ''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
   ('aud_task_attempts', 'ix_attempts_lease', ARRAY['status', 'lease_expires_at'], false, NULL),
-  ('aud_task_attempts', 'ix_attempts_queue', ARRAY['pool', 'slot_kind', 'priority', 'queued_at'], false,
+  ('aud_task_attempts', 'ix_attempts_queue', ARRAY['pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
    '((status)::text = ''QUEUED''::text)'),
+  ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id'], false,
+   '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
+  ('aud_pipelines_run_log', 'ux_one_running_run', ARRAY['pipeline_id'], true,
+   '((status)::text = ''IN-PROGRESS''::text)'),
   ('aud_gate_decisions', 'ix_gate_decisions_run', ARRAY['pipeline_run_id'], false, NULL),
   ('aud_dependency_consumption', 'ux_consumption_once',
    ARRAY['pipeline_run_id', 'COALESCE(pipeline_dependency_id, (0)::bigint)', 'COALESCE(task_dependency_id, (0)::bigint)',
@@ -53,24 +57,24 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 27 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 29 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 27: each index on its table, with its columns in order.
+-- 29: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
 
--- 14: the unique ones are unique.
+-- 15: the unique ones are unique.
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
--- 25: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- 27: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
 -- reads ix_attempts_lease and ix_runs_lease, the claim reads ix_attempts_queue).
 SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 27: the partial ones have their WHERE clause, the others have none.
+-- 29: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,
@@ -79,8 +83,9 @@ SELECT is(
   FROM expected_indexes ORDER BY tbl, idx;
 
 -- 1: the claim index reads the highest PRIORITY first.
-SELECT matches(pg_get_indexdef('etl_craft.ix_attempts_queue'::regclass), '\(pool, slot_kind, priority DESC, queued_at\)',
-  'ix_attempts_queue orders PRIORITY DESC, between SLOT_KIND and QUEUED_AT');
+SELECT matches(pg_get_indexdef('etl_craft.ix_attempts_queue'::regclass),
+  '\(pool, slot_kind, priority DESC, queued_at, attempt_id\)',
+  'ix_attempts_queue orders PRIORITY DESC, between SLOT_KIND and QUEUED_AT, then ATTEMPT_ID: the claim order');
 
 -- Behaviour, on the seed: project tp, pool tpool, pipelines up_pl and down_pl, tasks extract and load, runs
 -- manual:up1 and manual:down1, the task run of extract in manual:up1 with attempt 1 QUEUED, an open pause of up_pl.
@@ -144,6 +149,15 @@ SELECT lives_ok(
     SELECT r.pipeline_run_id, t.task_id, 'IN-PROGRESS' FROM etl_craft.aud_pipelines_run_log r, etl_craft.cfg_tasks t
      WHERE r.run_key = 'manual:down1' AND t.task_code = 'extract'$$,
   'a task run of extract in another run (manual:down1) is accepted');
+
+-- ux_one_running_run: a pipeline has at most one IN-PROGRESS run (manual:down1 is IN-PROGRESS).
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_pipelines_run_log (pipeline_id, run_key, trigger_kind, run_date, status, queued_at,
+       started_by, started_by_kind)
+    SELECT pipeline_id, 'manual:down2', 'MANUAL', DATE '2026-01-02', 'IN-PROGRESS', now(), 'pgtap', 'HUMAN'
+      FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_one_running_run"',
+  'a second IN-PROGRESS run of down_pl is refused by ux_one_running_run');
 
 -- ux_run_key: (PIPELINE_ID, RUN_KEY) names one run, whatever its status.
 SELECT throws_ok(

@@ -1,9 +1,16 @@
 -- create_run: one run per (pipeline, run key), created by the actor, refused for unknown or paused pipelines.
 BEGIN;
-SELECT plan(9);
+SELECT plan(10);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.seed();
+
+SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
+                          p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+                          p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_actor => 'alice@host') $$,
+                        'EC023', 'pipeline down_pl already has run % (manual:down1) IN-PROGRESS since %; a pipeline runs one run at a time%',
+                        'a second IN-PROGRESS run of a pipeline is refused');
+UPDATE etl_craft.aud_pipelines_run_log SET status = 'FAILED', end_date = now() WHERE run_key = 'manual:down1';
 
 SELECT is((SELECT row(status, created)::text FROM etl_craft.create_run(
              p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
@@ -33,7 +40,7 @@ SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
 SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
                           p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
                           p_run_key => 'manual:y', p_run_date => DATE '2026-01-02', p_trigger_kind => 'WHENEVER',
-                          p_actor => 'alice@host') $$,
+                          p_status => 'QUEUED', p_actor => 'alice@host') $$,
                         '23514', '%trigger_kind_is_valid%', 'an unknown trigger kind is refused by its CHECK');
 SELECT etl_test.unmark();
 SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(

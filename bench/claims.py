@@ -1,0 +1,180 @@
+"""Claim + finish throughput on PostgreSQL: the write-API functions against the same guarded statements sent raw.
+
+For 1, 4 and 8 worker processes, each path drains the same number of queued attempts (every attempt claimed
+with FOR UPDATE SKIP LOCKED, then finished with its task-run summary, both guarded and audited by the same
+triggers). Prints attempts per second per path and the ratio function/raw, measured in this one run.
+
+    python bench/claims.py [--attempts 2000] [--processes 1,4,8]
+
+Uses ETLCRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.states import ActorKind
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call_on
+from etlcraft.engine.migrations import migrate
+
+ADMIN = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+WORKER = Actor("bench-worker", ActorKind("WORKER"))
+
+RAW_CLAIM = """
+UPDATE etl_craft.aud_task_attempts a
+   SET status = 'CLAIMED', owner_id = %(owner)s, claimed_at = now(), heartbeat_at = now(),
+       lease_expires_at = now() + make_interval(secs => 60)
+ WHERE a.attempt_id = (SELECT q.attempt_id FROM etl_craft.aud_task_attempts q
+                        WHERE q.status = 'QUEUED' AND q.pool = 'default' AND q.slot_kind = 'warehouse'
+                          AND (q.not_before IS NULL OR q.not_before <= now())
+                        ORDER BY q.priority DESC, q.queued_at, q.attempt_id
+                        FOR UPDATE SKIP LOCKED LIMIT 1)
+RETURNING a.attempt_id, a.task_run_id
+"""
+RAW_FINISH_ATTEMPT = """
+UPDATE etl_craft.aud_task_attempts
+   SET status = 'SUCCESS', ended_at = now(), owner_id = owner_id, lease_expires_at = NULL, rows_written = 1
+ WHERE attempt_id = %(id)s AND status IN ('CLAIMED', 'RUNNING') AND owner_id = %(owner)s
+"""
+RAW_FINISH_SUMMARY = """
+UPDATE etl_craft.aud_task_run_log SET status = 'SUCCESS', end_date = now(), rows_written = 1
+ WHERE task_run_id = %(task_run)s
+"""
+
+
+def _dsn(name: str) -> str:
+    return make_url(ADMIN).set(database=name).render_as_string(hide_password=False)
+
+
+def _seed(dsn: str, attempts: int) -> None:
+    """A new run of the bench pipeline with `attempts` tasks, each with one IN-PROGRESS task run and one QUEUED
+    attempt (the previous run is ended first: a pipeline runs one run at a time)."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT set_config('etl_craft.actor', 'bench', true)")
+        conn.execute("UPDATE etl_craft.aud_pipelines_run_log SET status = 'SUCCESS', end_date = now()"
+                     " WHERE status = 'IN-PROGRESS'")
+        conn.execute("""
+            INSERT INTO etl_craft.cfg_tasks (pipeline_id, task_code, handler, action, sql_file)
+            SELECT 1, 't' || g, 'SQL', 'APPEND_TABLE', 'noop.sql' FROM generate_series(1, %(n)s) g
+            ON CONFLICT DO NOTHING""", {"n": attempts})
+        run = conn.execute("""
+            INSERT INTO etl_craft.aud_pipelines_run_log
+              (pipeline_id, run_key, trigger_kind, run_date, status, queued_at, start_date, started_by, started_by_kind)
+            VALUES (1, 'bench:' || gen_random_uuid(), 'MANUAL', current_date, 'IN-PROGRESS', now(), now(), 'bench',
+                    'SYSTEM') RETURNING pipeline_run_id""").fetchone()
+        conn.execute("""
+            INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status, attempt_count, start_date)
+            SELECT %(run)s, task_id, 'IN-PROGRESS', 1, now() FROM etl_craft.cfg_tasks
+             ORDER BY task_id LIMIT %(n)s""", {"run": run[0], "n": attempts})
+        conn.execute("""
+            INSERT INTO etl_craft.aud_task_attempts
+              (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
+            SELECT task_run_id, 1, 'QUEUED', clock_timestamp(), 'bench', 'SYSTEM' FROM etl_craft.aud_task_run_log t
+             WHERE pipeline_run_id = %(run)s""", {"run": run[0]})
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE etl_craft.aud_task_attempts")
+
+
+def _raw_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None:  # type: ignore[type-arg]
+    count = 0
+    with psycopg.connect(dsn) as conn:
+        # The raw path marks its session once: the cheapest way to pass the engine-only guard.
+        conn.execute("SELECT set_config('etl_craft.actor', 'bench-worker', false)")
+        conn.commit()
+        start.wait()
+        while True:
+            with conn.transaction():
+                row = conn.execute(RAW_CLAIM, {"owner": owner}, prepare=True).fetchone()
+            if row is None:
+                break
+            with conn.transaction():
+                changed = conn.execute(RAW_FINISH_ATTEMPT, {"id": row[0], "owner": owner}, prepare=True).rowcount
+                if changed != 1:
+                    raise RuntimeError(f"attempt {row[0]} was not {owner}'s to finish")
+                conn.execute(RAW_FINISH_SUMMARY, {"task_run": row[1]}, prepare=True)
+            count += 1
+    done.put(count)
+
+
+def _function_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None:  # type: ignore[type-arg]
+    count = 0
+    db = EngineDB(dsn)
+    with acting_as(WORKER), db.engine.connect() as conn:
+        start.wait()
+        while True:
+            claimed = call_on(db, conn, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id=owner)
+            if not claimed:
+                break
+            call_on(db, conn, "finish_attempt", attempt_id=claimed[0].attempt_id, owner_id=owner, status="SUCCESS",
+                    rows_written=1)
+            count += 1
+    db.dispose()
+    done.put(count)
+
+
+def _measure(path: str, dsn: str, processes: int, attempts: int) -> float:
+    _seed(dsn, attempts)
+    target = _raw_worker if path == "raw" else _function_worker
+    start, done = mp.Barrier(processes + 1), mp.Queue()
+    workers = [mp.Process(target=target, args=(dsn, f"{path}-{i}-{uuid.uuid4().hex[:6]}", start, done))
+               for i in range(processes)]
+    for worker in workers:
+        worker.start()
+    start.wait()
+    began = time.perf_counter()
+    finished = sum(done.get(timeout=600) for _ in workers)
+    elapsed = time.perf_counter() - began
+    for worker in workers:
+        worker.join()
+        if worker.exitcode != 0:
+            raise RuntimeError(f"a {path} worker exited with {worker.exitcode}")
+    if finished != attempts:
+        raise RuntimeError(f"{path}: {finished} attempts finished, {attempts} were queued")
+    return attempts / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--attempts", type=int, default=2000)
+    parser.add_argument("--processes", default="1,4,8")
+    args = parser.parse_args()
+    name = f"etlcraft_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        dsn = _dsn(name)
+        db = EngineDB(dsn)
+        with acting_as(Actor("bench", ActorKind("SYSTEM"))):
+            migrate(db)
+        db.dispose()
+        with psycopg.connect(dsn) as conn:
+            conn.execute("SELECT set_config('etl_craft.actor', 'bench', true)")
+            conn.execute("INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('bench')")
+            conn.execute("INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code) VALUES (1, 'bench')")
+        print(f"claim + finish of {args.attempts} attempts per measurement, PostgreSQL, this machine "
+              f"({os.cpu_count()} cores)")
+        print(f"{'processes':>9}  {'raw/s':>8}  {'functions/s':>11}  {'ratio':>6}")
+        for processes in (int(p) for p in args.processes.split(",")):
+            raw = _measure("raw", dsn, processes, args.attempts)
+            functions = _measure("functions", dsn, processes, args.attempts)
+            print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {functions / raw:>6.2f}", flush=True)
+    finally:
+        with psycopg.connect(ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()

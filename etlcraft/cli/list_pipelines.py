@@ -1,0 +1,40 @@
+"""etl-craft list: the active pipelines with their schedule, task count and state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from etlcraft.cli.context import CliContext
+from etlcraft.cli.output import document, emit, format_option
+from etlcraft.services.metadata import PipelineView, list_pipelines
+
+
+@click.command("list")
+@format_option
+@click.pass_obj
+def command(ctx: CliContext, output_format: str) -> None:
+    """List the active pipelines of the Engine DB: code, name, schedule and its time zone, number of active
+    tasks, and whether the pipeline is active or paused."""
+    pipelines = list_pipelines(ctx.existing_engine_db())
+    emit(output_format, document("pipelines", 1, {"pipelines": [pipeline_json(p) for p in pipelines]}),
+         lambda: pipelines_text(pipelines))
+
+
+def pipeline_json(p: PipelineView) -> dict[str, Any]:
+    return {"project": p.project_code, "code": p.code, "name": p.name, "schedule": p.schedule,
+            "timezone": p.timezone, "tasks": p.task_count, "state": p.state, "paused": p.paused}
+
+
+def pipelines_text(pipelines: Sequence[PipelineView]) -> str:
+    if not pipelines:
+        return "no active pipelines; add them in a project migration (migrations/) and run etl-craft migrate"
+    several = len({p.project_code for p in pipelines}) > 1
+    header = [*(["PROJECT"] if several else []), "PIPELINE", "NAME", "SCHEDULE", "TIMEZONE", "TASKS", "STATE"]
+    rows = [[*([p.project_code] if several else []), p.code, p.name or "", p.schedule or "(none)",
+             p.timezone or ("(project)" if p.schedule else ""), str(p.task_count), p.state] for p in pipelines]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+                     for row in [header, *rows])

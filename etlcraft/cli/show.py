@@ -1,0 +1,93 @@
+"""etl-craft show: one pipeline's tasks, parameters, dependencies and derived graph."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from etlcraft.cli.context import CliContext
+from etlcraft.cli.output import document, emit, format_option
+from etlcraft.services.metadata import PipelineDetail, TaskEdge, TaskView, show_pipeline
+
+
+@click.command("show")
+@click.option("--pipeline_code", "pipeline_code", metavar="P", required=True, help="The pipeline to show.")
+@format_option
+@click.pass_obj
+def command(ctx: CliContext, pipeline_code: str, output_format: str) -> None:
+    """Show one active pipeline: its schedule and state, its tasks (handler, action, target, file, parameters),
+    their dependencies in the pipeline and across pipelines, and the graph derived from them, task by
+    dependency level."""
+    detail = show_pipeline(ctx.existing_engine_db(), pipeline_code)
+    emit(output_format, detail_document(detail), lambda: detail_text(detail))
+
+
+def _edge_json(e: TaskEdge) -> dict[str, Any]:
+    return {"task": e.task_code, "pipeline": e.pipeline_code, "upstream_task": e.upstream_task_code,
+            "upstream_pipeline": e.upstream_pipeline_code, "type": e.type, "consume_repairs": e.consume_repairs,
+            "cross_pipeline": e.cross_pipeline, "upstream_active": e.upstream_active}
+
+
+def _task_json(t: TaskView, detail: PipelineDetail) -> dict[str, Any]:
+    return {"code": t.code, "name": t.name, "handler": t.handler, "action": t.action, "target": t.target,
+            "sql_file": t.sql_file, "script_file": t.script_file, "run_condition": t.run_condition,
+            "parameters": {p.name: p.value for p in t.parameters},
+            "depends_on": [_edge_json(e) for e in detail.edges if e.task_id == t.task_id]}
+
+
+def detail_document(d: PipelineDetail) -> dict[str, Any]:
+    p = d.pipeline
+    return document("pipeline", 1, {
+        "pipeline": {"project": p.project_code, "code": p.code, "name": p.name, "description": p.description,
+                     "schedule": p.schedule, "timezone": p.timezone, "state": p.state, "paused": p.paused,
+                     "priority": p.priority, "max_parallel_tasks": p.max_parallel_tasks, "tasks": p.task_count},
+        "tasks": [_task_json(t, d) for t in d.tasks],
+        "upstream_pipelines": [{"pipeline": e.upstream_pipeline_code, "type": e.type} for e in d.upstream_pipelines],
+        "downstream_pipelines": [{"pipeline": e.pipeline_code, "type": e.type} for e in d.downstream_pipelines],
+        "downstream_tasks": [_edge_json(e) for e in d.downstream_edges],
+        "levels": [list(level) for level in d.levels],
+        "unleveled": list(d.unleveled),
+    })
+
+
+def _upstream_text(e: TaskEdge, pipeline: str) -> str:
+    name = e.upstream_task_code if e.upstream_pipeline_code == pipeline else \
+        f"{e.upstream_pipeline_code}.{e.upstream_task_code}"
+    return f"{name} ({e.type}{'' if e.upstream_active else ', switched off'})"
+
+
+def detail_text(d: PipelineDetail) -> str:
+    p = d.pipeline
+    lines = [f"pipeline {p.code}" + (f" ({p.name})" if p.name else "") + f": {p.state}",
+             f"  schedule: {p.schedule or 'none'}" + (f" ({p.timezone or 'project time zone'})" if p.schedule else "")]
+    if d.upstream_pipelines:
+        lines.append("  waits for pipelines: " + ", ".join(f"{e.upstream_pipeline_code} ({e.type})"
+                                                           for e in d.upstream_pipelines))
+    if d.downstream_pipelines:
+        lines.append("  pipelines waiting for it: " + ", ".join(e.pipeline_code for e in d.downstream_pipelines))
+    lines += ["", f"tasks ({len(d.tasks)}, in dependency order)"]
+    order = {code: i for i, code in enumerate([c for level in d.levels for c in level] + list(d.unleveled))}
+    for t in sorted(d.tasks, key=lambda t: order.get(t.code, len(order))):
+        kind = f"{t.handler} {t.action}" if t.action else t.handler
+        target = f" -> {t.target}" if t.target else ""
+        source = f"sql_files/{t.sql_file}" if t.sql_file else f"ingestion_scripts/{t.script_file}" \
+            if t.script_file else ""
+        lines.append(f"  {t.code}: {kind}{target}" + (f" from {source}" if source else ""))
+        lines += [f"    {prm.name} = {prm.value}" for prm in t.parameters]
+        ups = [_upstream_text(e, p.code) for e in d.edges if e.task_id == t.task_id]
+        if ups:
+            lines.append(f"    waits for ({t.run_condition}): " + ", ".join(ups))
+    lines += ["", "graph"]
+    upstream = {t.code: [e.upstream_task_code for e in d.edges if e.task_id == t.task_id and not e.cross_pipeline]
+                for t in d.tasks}
+    for number, level in enumerate(d.levels, start=1):
+        lines.append(f"  level {number}")
+        lines += [f"    {code}" + (f" <- {', '.join(upstream[code])}" if upstream[code] else "") for code in level]
+    if d.unleveled:
+        lines.append(f"  in or after a dependency cycle (run etl-craft validate): {', '.join(d.unleveled)}")
+    if d.downstream_edges:
+        lines += ["", "tasks of other pipelines waiting for this one"]
+        lines += [f"  {e.pipeline_code}.{e.task_code} waits for {e.upstream_task_code} ({e.type})"
+                  for e in d.downstream_edges]
+    return "\n".join(lines)

@@ -1,0 +1,362 @@
+"""Every key craft-connector.yml accepts, in one table.
+
+The loader (etlcraft/config/loader.py) validates each value from its row here, and
+docs/reference/configuration.md is generated from the same rows (scripts/gen_reference_docs.py), so the
+reference and the code cannot drift. Key names are case-sensitive exactly as written here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+#: The largest whole number any key takes: the Engine DB's INT columns hold no more, and Python's date
+#: arithmetic overflows long before an unbounded value would.
+WHOLE_NUMBER_MAX = 2_147_483_647
+VARIABLE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+CODE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,127}$"
+ADDRESS_PATTERN = r"^[^@\s<>,;:\"()\[\]\\]+@[^@\s<>,;:\"()\[\]\\]+$"
+HOST_PATTERN = r"^[^\s/@]+$"
+ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+
+
+class KeyType(StrEnum):
+    """How a value is written and checked; the value is the name the reference page shows."""
+
+    TEXT = "text"
+    CODE = "code"
+    PATH = "path"
+    VARIABLE = "variable name"
+    INTEGER = "whole number"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    CHOICE = "choice"
+    TEXT_LIST = "list of text"
+    TIMEZONE = "IANA time zone"
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    required: bool
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key. `default` None with `required` False means "not set"."""
+
+    section: str
+    name: str
+    type: KeyType
+    meaning: str
+    required: bool = False
+    default: str | int | float | bool | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    choices: tuple[str, ...] = ()
+    #: For TEXT, CODE and each item of TEXT_LIST: a regular expression the value must match ...
+    pattern: str | None = None
+    #: ... and what it means, in words ("an e-mail address such as ops@example.com").
+    pattern_meaning: str | None = None
+    #: Engine and Warehouse: the dialects the key applies to (empty: every dialect).
+    applies_to: tuple[str, ...] = ()
+    #: The key to use instead where this one does not apply (else: remove it).
+    instead: str | None = None
+    #: The remedy when a required key is missing ({dialect} is replaced); else "expected <what>".
+    missing_hint: str | None = None
+    #: Refuse a value holding "@" without showing it: user information is never written here.
+    refuse_user_info: bool = False
+
+    @property
+    def path(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def field(self) -> str:
+        """The attribute that holds the value on the section's config object."""
+        return self.name.lower()
+
+    def expected(self) -> str:
+        """What a valid value is, in words: the end of every message about this key."""
+        if self.type is KeyType.INTEGER:
+            return f"a whole number {self.range_text()}"
+        if self.type is KeyType.NUMBER:
+            return f"a number {self.range_text()}"
+        if self.type is KeyType.CHOICE:
+            return f"one of {', '.join(self.choices)}"
+        if self.type is KeyType.BOOLEAN:
+            return "true or false"
+        if self.type is KeyType.TIMEZONE:
+            return "an IANA time zone name such as Europe/Paris or UTC"
+        if self.type is KeyType.VARIABLE:
+            return "the name of a variable (letters, digits, _)"
+        if self.type is KeyType.PATH:
+            return "a file path (relative paths start at the project directory)"
+        if self.type is KeyType.TEXT_LIST:
+            return f"a list of at least one item, each {self.item_expected()}"
+        return self.item_expected()
+
+    def item_expected(self) -> str:
+        """TEXT and CODE values, and each item of a TEXT_LIST."""
+        return self.pattern_meaning or "a non-empty text"
+
+    def range_text(self, capped: bool = False) -> str:
+        """The range in words; `capped` adds WHOLE_NUMBER_MAX as the maximum of a whole number without one."""
+        low, high = self.minimum, self.maximum
+        if capped and high is None and self.type is KeyType.INTEGER:
+            high = WHOLE_NUMBER_MAX
+        if low is not None and high is not None:
+            return f"from {_number(low)} to {_number(high)}"
+        if low is not None:
+            return f"of at least {_number(low)}"
+        if high is not None:
+            return f"of at most {_number(high)}"
+        return ""
+
+
+def _number(value: int | float) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A check across keys of one section. `check(values, given)` returns the message when the rule is broken;
+    `values` holds every key of the section (defaults filled in), `given` the keys the file sets."""
+
+    section: str
+    meaning: str
+    check: Callable[[Mapping[str, object], frozenset[str]], str | None]
+
+
+ENGINE_DIALECTS = ("sqlite", "postgresql")
+WAREHOUSE_DIALECTS = ("duckdb", "postgresql")
+TLS_MODES = ("starttls", "ssl", "none")
+
+SECTIONS: tuple[Section, ...] = (
+    Section("Engine", True, "The Engine DB: metadata, run history and the state machine."),
+    Section("Warehouse", True, "The database SQL tasks read and write."),
+    Section("Email", False, "The SMTP relay alert e-mails go through. Without it, etl-craft sends no e-mail."),
+    Section(
+        "Orchestration",
+        False,
+        "How runs are scheduled, retried, leased and stopped. Every key has a default, so the section is "
+        "optional.",
+    ),
+)
+
+
+def _connection_keys(section: str, dialects: tuple[str, ...], schema: bool) -> tuple[Key, ...]:
+    files = tuple(d for d in dialects if d != "postgresql")
+    keys: tuple[Key, ...] = (
+        Key(section, "dialect", KeyType.CHOICE, "The database kind.", required=True, choices=dialects),
+        Key(
+            section,
+            "path",
+            KeyType.PATH,
+            "The database file.",
+            required=True,
+            applies_to=files,
+            instead="url",
+            missing_hint="name the {dialect} database file",
+        ),
+        Key(
+            section,
+            "url",
+            KeyType.TEXT,
+            "The server, as postgresql://user@host:port/database?options, without a password and without "
+            "credential query keys.",
+            required=True,
+            applies_to=("postgresql",),
+            missing_hint="e.g. postgresql://etl@db.example.com/etl",
+        ),
+        Key(
+            section,
+            "secret",
+            KeyType.VARIABLE,
+            "The name of the variable that holds the password.",
+            applies_to=("postgresql",),
+        ),
+    )
+    if schema:
+        keys += (
+            Key(
+                section,
+                "schema",
+                KeyType.TEXT,
+                "The schema etl-craft's tables and functions live in (default etl_craft).",
+                applies_to=("postgresql",),
+            ),
+        )
+    return keys
+
+
+KEYS: tuple[Key, ...] = (
+    *_connection_keys("Engine", ENGINE_DIALECTS, schema=True),
+    *_connection_keys("Warehouse", WAREHOUSE_DIALECTS, schema=False),
+    Key(
+        "Email",
+        "host",
+        KeyType.TEXT,
+        "The SMTP relay's host name or IP address.",
+        required=True,
+        pattern=HOST_PATTERN,
+        pattern_meaning="a host name or IP address such as smtp.example.com",
+        refuse_user_info=True,
+    ),
+    Key("Email", "port", KeyType.INTEGER, "The relay's port (465 is usual with tls_mode ssl).",
+        default=587, minimum=1, maximum=65535),
+    Key(
+        "Email",
+        "tls_mode",
+        KeyType.CHOICE,
+        "starttls: upgrade a plain connection; ssl: TLS from the first byte (implicit TLS); none: no "
+        "encryption (only without username and secret). TLS always verifies the relay's certificate.",
+        default="starttls",
+        choices=TLS_MODES,
+    ),
+    Key(
+        "Email",
+        "ca_file",
+        KeyType.PATH,
+        "A PEM file of the certificate authorities that sign the relay's certificate, when the system's do "
+        "not.",
+    ),
+    Key(
+        "Email",
+        "username",
+        KeyType.TEXT,
+        "The user to authenticate as; set it together with secret.",
+        pattern=ONE_LINE_PATTERN,
+        pattern_meaning="one line of text",
+    ),
+    Key("Email", "secret", KeyType.VARIABLE,
+        "The name of the variable that holds the SMTP password; set it together with username."),
+    Key(
+        "Email",
+        "from_address",
+        KeyType.TEXT,
+        "The sender address.",
+        required=True,
+        pattern=ADDRESS_PATTERN,
+        pattern_meaning="an e-mail address such as etl@example.com",
+    ),
+    Key(
+        "Email",
+        "to",
+        KeyType.TEXT_LIST,
+        "The recipients, as a YAML list.",
+        required=True,
+        pattern=ADDRESS_PATTERN,
+        pattern_meaning="an e-mail address such as ops@example.com",
+    ),
+    Key(
+        "Email",
+        "subject_prefix",
+        KeyType.TEXT,
+        "Text put before every subject, for example [etl-craft prod].",
+        pattern=ONE_LINE_PATTERN,
+        pattern_meaning="one line of text",
+    ),
+    Key(
+        "Orchestration",
+        "Project",
+        KeyType.CODE,
+        "The project's code in the Engine DB.",
+        default="default",
+        pattern=CODE_PATTERN,
+        pattern_meaning="a code: a letter, then up to 127 letters, digits or _",
+    ),
+    Key("Orchestration", "Timezone", KeyType.TIMEZONE,
+        "The project's time zone: schedules without their own time zone and run dates use it.", default="UTC"),
+    Key("Orchestration", "Max_parallel_tasks", KeyType.INTEGER,
+        "How many tasks of one pipeline run at the same time.", default=4, minimum=1),
+    Key("Orchestration", "Gate_wait_minutes", KeyType.INTEGER,
+        "How long a dependency gate waits for its upstream before giving up.", default=60, minimum=0),
+    Key("Orchestration", "Retries", KeyType.INTEGER,
+        "How many times a failed, timed-out or lost attempt is retried, unless a task says otherwise.",
+        default=0, minimum=0),
+    Key("Orchestration", "Retry_delay_seconds", KeyType.INTEGER,
+        "The wait before the first retry.", default=60, minimum=0),
+    Key("Orchestration", "Retry_backoff", KeyType.NUMBER,
+        "What each further retry multiplies the delay by (the delay is capped at 3,600 seconds).",
+        default=2.0, minimum=1.0),
+    Key("Orchestration", "Lease_seconds", KeyType.INTEGER,
+        "How long a run or attempt stays owned without a heartbeat; then it is reconciled.",
+        default=60, minimum=5),
+    Key("Orchestration", "Heartbeat_seconds", KeyType.INTEGER,
+        "How often an owner renews its lease; less than half of Lease_seconds.", default=15, minimum=1),
+    Key("Orchestration", "Shutdown_grace_seconds", KeyType.INTEGER,
+        "On SIGTERM, how long the server waits for running attempts before stopping them.",
+        default=60, minimum=0),
+    Key("Orchestration", "Db_pool_size", KeyType.INTEGER,
+        "The server's Engine DB connection pool size.", default=10, minimum=1, maximum=100),
+)
+
+
+def _heartbeat_under_half_lease(values: Mapping[str, object], given: frozenset[str]) -> str | None:
+    heartbeat, lease = values["Heartbeat_seconds"], values["Lease_seconds"]
+    assert isinstance(heartbeat, int) and isinstance(lease, int)
+    if heartbeat * 2 < lease:
+        return None
+    note = "" if "Heartbeat_seconds" in given else " (the default)"
+    return (
+        f"Orchestration.Heartbeat_seconds is {heartbeat}{note} with Lease_seconds {lease}; expected less than "
+        f"half of Lease_seconds, so one late heartbeat does not lose the lease: lower Heartbeat_seconds or raise "
+        f"Lease_seconds"
+    )
+
+
+def _username_with_secret(values: Mapping[str, object], given: frozenset[str]) -> str | None:
+    if values["username"] is not None and values["secret"] is None:
+        return (
+            "Email.username is set but Email.secret is not; name the variable that holds the SMTP password in "
+            "Email.secret, or remove Email.username"
+        )
+    if values["secret"] is not None and values["username"] is None:
+        return "Email.secret is set but Email.username is not; set the user to authenticate as, or remove Email.secret"
+    return None
+
+
+def _no_password_in_clear(values: Mapping[str, object], given: frozenset[str]) -> str | None:
+    if values["tls_mode"] == "none" and values["username"] is not None:
+        return (
+            "Email.tls_mode is 'none' with Email.username set; the password would cross the network "
+            "unencrypted: use tls_mode starttls or ssl, or remove username and secret"
+        )
+    return None
+
+
+def _ca_file_needs_tls(values: Mapping[str, object], given: frozenset[str]) -> str | None:
+    if values["tls_mode"] == "none" and values["ca_file"] is not None:
+        return "Email.ca_file does not apply when Email.tls_mode is 'none'; remove it or use starttls or ssl"
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("Email", "`username` and `secret` are set together, or neither.", _username_with_secret),
+    Rule(
+        "Email",
+        "`tls_mode: none` is refused with `username` and `secret`: no password in clear.",
+        _no_password_in_clear,
+    ),
+    Rule("Email", "`ca_file` needs `tls_mode` `starttls` or `ssl`.", _ca_file_needs_tls),
+    Rule("Orchestration", "`Heartbeat_seconds` is less than half of `Lease_seconds`.", _heartbeat_under_half_lease),
+)
+
+
+def section(name: str) -> Section:
+    return next(s for s in SECTIONS if s.name == name)
+
+
+def keys_of(section_name: str) -> tuple[Key, ...]:
+    return tuple(k for k in KEYS if k.section == section_name)
+
+
+def rules_of(section_name: str) -> tuple[Rule, ...]:
+    return tuple(r for r in RULES if r.section == section_name)
+
+
+def section_names() -> tuple[str, ...]:
+    return tuple(s.name for s in SECTIONS)

@@ -1,0 +1,317 @@
+"""Read views of the active metadata (CFG_ tables): what `list`, `show` and `validate` look at.
+
+One consistent snapshot per call (one read transaction); every view is a frozen dataclass. The graph helpers
+(dependency levels, cycles) work on plain codes so validate and show derive the same graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from etlcraft.core.errors import AmbiguousError, EngineDbError, NotFoundError
+from etlcraft.engine.catalog import table_exists
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.queries import fetch_all
+
+N = TypeVar("N", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    project_id: int
+    code: str
+    name: str | None
+    timezone: str
+    default_pool: str
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    pipeline_id: int
+    project_code: str
+    code: str
+    name: str | None
+    description: str | None
+    schedule: str | None
+    timezone: str | None
+    catchup: bool
+    overlap_policy: str
+    priority: int
+    max_parallel_tasks: int | None
+    task_count: int
+    paused: bool
+
+    @property
+    def state(self) -> str:
+        return "paused" if self.paused else "active"
+
+
+@dataclass(frozen=True)
+class ParameterValue:
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class TaskView:
+    task_id: int
+    pipeline_id: int
+    pipeline_code: str
+    code: str
+    name: str | None
+    handler: str
+    action: str | None
+    sql_file: str | None
+    script_file: str | None
+    target: str | None
+    run_condition: str
+    parameters: tuple[ParameterValue, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.pipeline_code}.{self.code}"
+
+    def parameter(self, name: str) -> str | None:
+        return next((p.value for p in self.parameters if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class TaskEdge:
+    """TASK waits for UPSTREAM (CFG_TASK_DEPENDENCY), in its own pipeline or across pipelines."""
+
+    dependency_id: int
+    task_id: int
+    task_code: str
+    pipeline_code: str
+    upstream_task_id: int
+    upstream_task_code: str
+    upstream_pipeline_code: str
+    upstream_pipeline_id: int
+    pipeline_id: int
+    type: str
+    consume_repairs: bool
+    upstream_active: bool
+
+    @property
+    def cross_pipeline(self) -> bool:
+        return self.pipeline_id != self.upstream_pipeline_id
+
+
+@dataclass(frozen=True)
+class PipelineEdge:
+    """PIPELINE waits for UPSTREAM (CFG_PIPELINE_DEPENDENCY)."""
+
+    dependency_id: int
+    pipeline_id: int
+    pipeline_code: str
+    upstream_pipeline_id: int
+    upstream_pipeline_code: str
+    type: str
+    consume_repairs: bool
+    upstream_active: bool
+
+
+@dataclass(frozen=True)
+class Metadata:
+    projects: tuple[ProjectView, ...]
+    pipelines: tuple[PipelineView, ...]
+    tasks: tuple[TaskView, ...]
+    task_edges: tuple[TaskEdge, ...]
+    pipeline_edges: tuple[PipelineEdge, ...]
+
+    def tasks_of(self, pipeline_id: int) -> tuple[TaskView, ...]:
+        return tuple(t for t in self.tasks if t.pipeline_id == pipeline_id)
+
+    def pipeline(self, code: str) -> PipelineView:
+        """The active pipeline `code`; NotFoundError or AmbiguousError (same code in two projects)."""
+        found = [p for p in self.pipelines if p.code == code]
+        if not found:
+            known = ", ".join(p.code for p in self.pipelines) or "none"
+            raise NotFoundError(
+                f"pipeline {code!r} is not an active pipeline of this Engine DB (active: {known}); "
+                "check the code with etl-craft list"
+            )
+        if len(found) > 1:
+            projects = ", ".join(p.project_code for p in found)
+            raise AmbiguousError(f"pipeline {code!r} exists in several projects ({projects}); this Engine DB "
+                                 "serves more than one project")
+        return found[0]
+
+
+def _flag(value: Any) -> bool:
+    return str(value) == "Y"
+
+
+def load_metadata(db: EngineDB) -> Metadata:
+    """Every active project, pipeline, task, parameter and dependency, read in one transaction."""
+    with db.read() as conn:
+        if not table_exists(db, conn, "CFG_TASK_PARAMETERS"):
+            raise EngineDbError(f"the Engine DB at {db.display_url} has no etl-craft schema yet; run etl-craft "
+                                "migrate")
+        raw = {name: fetch_all(db, conn, name) for name in
+               ("projects", "pipelines", "tasks", "task_parameters", "task_dependencies", "pipeline_dependencies")}
+    projects = tuple(ProjectView(r["project_id"], r["project_code"], r["project_name"], r["timezone"],
+                                 r["default_pool"]) for r in raw["projects"])
+    pipelines = tuple(
+        PipelineView(r["pipeline_id"], r["project_code"], r["pipeline_code"], r["pipeline_name"], r["description"],
+                     r["run_schedule"], r["schedule_timezone"], _flag(r["catchup"]), r["overlap_policy"],
+                     int(r["priority"]), r["max_parallel_tasks"], int(r["task_count"]), _flag(r["paused"]))
+        for r in raw["pipelines"])
+    codes = {p.pipeline_id: p.code for p in pipelines}
+    parameters: dict[int, list[ParameterValue]] = {}
+    for r in raw["task_parameters"]:
+        parameters.setdefault(r["task_id"], []).append(ParameterValue(r["parameter_name"], r["parameter_value"]))
+    tasks = tuple(
+        TaskView(r["task_id"], r["pipeline_id"], codes[r["pipeline_id"]], r["task_code"], r["task_name"],
+                 r["handler"], r["action"], r["sql_file"], r["script_file"], r["target_object"],
+                 r["run_condition"], tuple(parameters.get(r["task_id"], ())))
+        for r in raw["tasks"] if r["pipeline_id"] in codes)
+    by_id = {t.task_id: t for t in tasks}
+    task_edges = tuple(
+        TaskEdge(r["task_dependency_id"], r["task_id"], by_id[r["task_id"]].code, by_id[r["task_id"]].pipeline_code,
+                 r["depends_on_task_id"], r["upstream_task_code"], r["upstream_pipeline_code"],
+                 r["upstream_pipeline_id"], by_id[r["task_id"]].pipeline_id, r["dependency_type"],
+                 _flag(r["consume_repairs"]), _flag(r["upstream_active"]))
+        for r in raw["task_dependencies"] if r["task_id"] in by_id)
+    pipeline_edges = tuple(
+        PipelineEdge(r["pipeline_dependency_id"], r["pipeline_id"], codes[r["pipeline_id"]],
+                     r["depends_on_pipeline_id"], r["upstream_pipeline_code"], r["dependency_type"],
+                     _flag(r["consume_repairs"]), _flag(r["upstream_active"]))
+        for r in raw["pipeline_dependencies"] if r["pipeline_id"] in codes)
+    return Metadata(projects, pipelines, tasks, task_edges, pipeline_edges)
+
+
+# -- list and show -------------------------------------------------------------------------------------------
+
+def list_pipelines(db: EngineDB) -> tuple[PipelineView, ...]:
+    """The active pipelines, by project and code."""
+    return load_metadata(db).pipelines
+
+
+@dataclass(frozen=True)
+class PipelineDetail:
+    pipeline: PipelineView
+    tasks: tuple[TaskView, ...]
+    edges: tuple[TaskEdge, ...]  # edges into this pipeline's tasks (their upstream anywhere)
+    downstream_edges: tuple[TaskEdge, ...]  # tasks of other pipelines waiting for this pipeline's tasks
+    upstream_pipelines: tuple[PipelineEdge, ...]
+    downstream_pipelines: tuple[PipelineEdge, ...]
+    levels: tuple[tuple[str, ...], ...]  # task codes by dependency level (level 1 first)
+    unleveled: tuple[str, ...]  # tasks on or after a dependency cycle (validate reports it)
+
+
+def show_pipeline(db: EngineDB, code: str) -> PipelineDetail:
+    """One active pipeline: its tasks, parameters, dependencies in and across pipelines, and its graph."""
+    metadata = load_metadata(db)
+    pipeline = metadata.pipeline(code)
+    tasks = metadata.tasks_of(pipeline.pipeline_id)
+    edges = tuple(e for e in metadata.task_edges if e.pipeline_id == pipeline.pipeline_id)
+    inner = [(e.task_code, e.upstream_task_code) for e in edges if not e.cross_pipeline and e.upstream_active]
+    levels, unleveled = dependency_levels([t.code for t in tasks], inner)
+    return PipelineDetail(
+        pipeline, tasks, edges,
+        tuple(e for e in metadata.task_edges if e.upstream_pipeline_id == pipeline.pipeline_id and e.cross_pipeline),
+        tuple(e for e in metadata.pipeline_edges if e.pipeline_id == pipeline.pipeline_id),
+        tuple(e for e in metadata.pipeline_edges if e.upstream_pipeline_id == pipeline.pipeline_id),
+        levels, unleveled,
+    )
+
+
+# -- graphs ----------------------------------------------------------------------------------------------------
+
+def dependency_levels(nodes: Sequence[N], edges: Iterable[tuple[N, N]]) -> tuple[tuple[tuple[N, ...], ...],
+                                                                                  tuple[N, ...]]:
+    """Nodes by level: level 1 waits for nothing, level n for something on level n-1. `edges` are
+    (node, upstream). Nodes on or downstream of a cycle get no level and come back second."""
+    upstream: dict[N, set[N]] = {n: set() for n in nodes}
+    for node, up in edges:
+        if node in upstream and up in upstream:
+            upstream[node].add(up)
+    placed: dict[N, int] = {}
+    levels: list[tuple[N, ...]] = []
+    while True:
+        ready = tuple(n for n in nodes if n not in placed and upstream[n] <= placed.keys())
+        if not ready:
+            break
+        for n in ready:
+            placed[n] = len(levels)
+        levels.append(ready)
+    return tuple(levels), tuple(n for n in nodes if n not in placed)
+
+
+def find_cycles(nodes: Sequence[N], edges: Iterable[tuple[N, N]]) -> list[list[N]]:
+    """One cycle per group of nodes that depend on each other, as a path that ends where it starts
+    ([a, b, a]: a waits for b, b waits for a). Deterministic for a given node order."""
+    successors: dict[N, list[N]] = {n: [] for n in nodes}
+    for node, up in edges:
+        if node in successors and up in successors and up not in successors[node]:
+            successors[node].append(up)
+    order = {n: i for i, n in enumerate(nodes)}
+    cycles = []
+    for component in _components(list(nodes), successors):
+        if len(component) == 1 and component[0] not in successors[component[0]]:
+            continue
+        members = set(component)
+        start = min(component, key=order.__getitem__)
+        cycles.append(_path_back(start, members, successors))
+    return sorted(cycles, key=lambda c: order[c[0]])
+
+
+def _components(nodes: list[N], successors: dict[N, list[N]]) -> list[list[N]]:
+    """Strongly connected components (Tarjan's algorithm, iterative so deep graphs cannot overflow)."""
+    index: dict[N, int] = {}
+    low: dict[N, int] = {}
+    stack: list[N] = []
+    on_stack: set[N] = set()
+    found: list[list[N]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            if child < len(successors[node]):
+                work.append((node, child + 1))
+                nxt = successors[node][child]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                found.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return found
+
+
+def _path_back(start: N, members: set[N], successors: dict[N, list[N]]) -> list[N]:
+    """The shortest path from `start` back to itself inside one component (breadth first)."""
+    previous: dict[N, N] = {}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in successors[node]:
+            if nxt == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(previous[path[-1]])
+                return [*reversed(path), start]
+            if nxt in members and nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    raise AssertionError("a strongly connected component always has a cycle")

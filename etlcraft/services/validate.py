@@ -1,0 +1,449 @@
+"""validate: every problem in the active metadata and the project's files, each naming the object, the value
+found, what was expected and the remedy. Reads only: nothing is written to the Engine DB.
+
+Checks: codes; handler, action and file columns; task parameters (names, scope, values, required ones); edge
+types and run conditions; dependency cycles in a pipeline and across pipelines; schedules and time zones; one
+TABLE_FORMAT per target (B43); SQL files (one read-only SELECT, $$ tokens, output names: B12, B44, B45, B57);
+ingestion scripts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from itertools import pairwise
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from etlcraft.core import parameters as params
+from etlcraft.core.cron import CronError, parse
+from etlcraft.core.selects import (
+    ENGINE_MANAGED_COLUMNS,
+    SelectError,
+    SelectShape,
+    engine_managed_columns,
+    read_select,
+    same_table,
+)
+from etlcraft.core.sqltext import describe_tokens, find_tokens, known_text, substitute
+from etlcraft.core.states import state_machine
+from etlcraft.engine.db import EngineDB
+from etlcraft.services.metadata import Metadata, TaskView, find_cycles, load_metadata
+
+SQL_DIR, SCRIPT_DIR = "sql_files", "ingestion_scripts"
+_ENUMS = state_machine().enums
+_PLACEHOLDERS: dict[str, object] = {"pipeline_id": 1, "pipeline_run_id": 1, "task_run_id": 1,
+                                    "run_date": date(2000, 1, 1)}
+_NEW_MIGRATION = "in a new project migration (migrations/NNNN_name.sql)"
+_TARGET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    check: str  # a stable name for the kind of problem, e.g. parameter-unknown
+    object: str  # "pipeline P", "task P.T", "project X", "target main.t", "pipelines"
+    finding: str  # what is wrong, naming the value
+    value: str | None
+    expected: str
+    remedy: str
+    pipelines: tuple[str, ...] = ()  # the pipelines involved; text output lists the problem under the first
+    task: str | None = None
+
+    @property
+    def detail(self) -> str:
+        """The message without the object, for a listing already grouped by it."""
+        return f"{self.finding}; expected {self.expected}; {self.remedy}"
+
+    @property
+    def message(self) -> str:
+        return f"{self.object}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    problems: tuple[Problem, ...]
+    pipelines: tuple[str, ...]  # the pipelines checked
+    tasks: int
+    files: int  # SQL files and scripts read
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate(db: EngineDB, project_dir: Path, warehouse_dialect: str, pipeline_code: str | None = None
+             ) -> ValidationReport:
+    """Check the Engine DB's active metadata against the project's files; `pipeline_code` narrows the report
+    to the problems that involve that pipeline."""
+    return check_metadata(load_metadata(db), project_dir, warehouse_dialect, pipeline_code)
+
+
+def check_metadata(metadata: Metadata, project_dir: Path, warehouse_dialect: str,
+                   pipeline_code: str | None = None) -> ValidationReport:
+    """The checks over a metadata snapshot (rows an older Engine DB might still hold included)."""
+    if pipeline_code is not None:
+        metadata.pipeline(pipeline_code)
+    files = _Files(project_dir, warehouse_dialect, metadata)
+    found = [*_project_problems(metadata), *_pipeline_problems(metadata)]
+    for task in metadata.tasks:
+        if pipeline_code in (None, task.pipeline_code):
+            found += [*_task_problems(task), *_parameter_problems(task), *files.problems(task)]
+    found += [*_edge_problems(metadata), *_cycle_problems(metadata), *_format_problems(metadata)]
+    if pipeline_code is not None:
+        found = [p for p in found if pipeline_code in p.pipelines]
+    order = {p.code: i for i, p in enumerate(metadata.pipelines)}
+    found.sort(key=lambda p: (order.get(p.pipelines[0], len(order)) if p.pipelines else -1, p.task or ""))
+    checked = [p for p in metadata.pipelines if pipeline_code in (None, p.code)]
+    tasks = sum(p.task_count for p in checked)
+    return ValidationReport(tuple(found), tuple(p.code for p in checked), tasks, files.read)
+
+
+# -- projects and pipelines ----------------------------------------------------------------------------------
+
+def _zone_problem(zone: str | None) -> str | None:
+    if zone is None:
+        return None
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return "is not an IANA time zone"
+    return None
+
+
+_ZONE_EXPECTED = "an IANA time zone name such as UTC, Europe/London or America/New_York"
+
+
+def _project_problems(metadata: Metadata) -> Iterator[Problem]:
+    for project in metadata.projects:
+        codes = tuple(p.code for p in metadata.pipelines if p.project_code == project.code)
+        if _zone_problem(project.timezone):
+            yield Problem("timezone-unknown", f"project {project.code}", f"TIMEZONE {project.timezone!r} is not an "
+                          "IANA time zone", project.timezone, _ZONE_EXPECTED,
+                          f"set CFG_PROJECTS.TIMEZONE {_NEW_MIGRATION}", codes)
+        if not params.CODE.match(project.default_pool):
+            yield Problem("pool-not-identifier", f"project {project.code}", f"DEFAULT_POOL {project.default_pool!r} "
+                          "is not a pool name", project.default_pool, params.BY_NAME["POOL"].expected,
+                          f"set CFG_PROJECTS.DEFAULT_POOL {_NEW_MIGRATION}", codes)
+
+
+def _pipeline_problems(metadata: Metadata) -> Iterator[Problem]:
+    for pipeline in metadata.pipelines:
+        where = f"pipeline {pipeline.code}"
+        if not params.CODE.match(pipeline.code):
+            yield _code_problem(where, "PIPELINE_CODE", pipeline.code, (pipeline.code,))
+        if pipeline.schedule is not None:
+            try:
+                parse(pipeline.schedule)
+            except CronError as exc:
+                yield Problem("schedule-invalid", where, f"RUN_SCHEDULE {pipeline.schedule!r} is not a cron "
+                              f"schedule: {exc}", pipeline.schedule,
+                              "five cron fields (minute hour day-of-month month day-of-week) or a macro "
+                              "(@hourly, @daily, @weekly, @monthly, @yearly)",
+                              f"correct RUN_SCHEDULE {_NEW_MIGRATION}", (pipeline.code,))
+        if _zone_problem(pipeline.timezone):
+            yield Problem("timezone-unknown", where, f"SCHEDULE_TIMEZONE {pipeline.timezone!r} is not an IANA "
+                          "time zone", pipeline.timezone, _ZONE_EXPECTED,
+                          f"correct SCHEDULE_TIMEZONE {_NEW_MIGRATION}, or set it to NULL to use the project's "
+                          "time zone", (pipeline.code,))
+
+
+def _code_problem(where: str, column: str, code: str, pipelines: tuple[str, ...], task: str | None = None
+                  ) -> Problem:
+    return Problem("code-not-identifier", where, f"{column} {code!r} is not an identifier", code,
+                   "a letter, then letters, digits or _, at most 128 characters",
+                   f"rename it {_NEW_MIGRATION}: codes appear in commands, file names and generated YAML",
+                   pipelines, task)
+
+
+# -- tasks -----------------------------------------------------------------------------------------------------
+
+def _task_problem(task: TaskView, check: str, finding: str, value: str | None, expected: str, remedy: str
+                  ) -> Problem:
+    return Problem(check, f"task {task.key}", finding, value, expected, remedy, (task.pipeline_code,), task.code)
+
+
+def _task_problems(task: TaskView) -> Iterator[Problem]:
+    if not params.CODE.match(task.code):
+        yield _code_problem(f"task {task.key}", "TASK_CODE", task.code, (task.pipeline_code,), task.code)
+    if task.handler not in _ENUMS["Handler"]:
+        yield _task_problem(task, "handler-unknown", f"HANDLER {task.handler!r} is not a handler", task.handler,
+                            f"one of {', '.join(_ENUMS['Handler'])}", f"correct HANDLER {_NEW_MIGRATION}")
+        return
+    if task.handler == "SQL" and task.action not in _ENUMS["SqlAction"]:
+        found = "ACTION is not set" if task.action is None else f"ACTION {task.action!r} is not an SQL action"
+        yield _task_problem(task, "action-invalid", found, task.action, f"one of {', '.join(_ENUMS['SqlAction'])}",
+                            f"set ACTION {_NEW_MIGRATION}")
+    if task.handler != "SQL" and task.action is not None:
+        yield _task_problem(task, "action-not-applicable", f"ACTION {task.action!r} is set on a {task.handler} task",
+                            task.action, "ACTION only on SQL tasks", f"set ACTION to NULL {_NEW_MIGRATION}")
+    yield from _file_column_problems(task)
+    if task.target is not None and not _TARGET_NAME.match(task.target.strip()):
+        yield _task_problem(task, "target-invalid", f"TARGET_OBJECT {task.target!r} is not a table name",
+                            task.target, "table, schema.table or catalog.schema.table, each part made of letters, "
+                            "digits and _", f"correct TARGET_OBJECT {_NEW_MIGRATION}")
+    if task.run_condition not in _ENUMS["RunCondition"]:
+        yield _task_problem(task, "run-condition-unknown", f"RUN_CONDITION {task.run_condition!r} is not a run "
+                            "condition", task.run_condition, f"one of {', '.join(_ENUMS['RunCondition'])}",
+                            f"correct RUN_CONDITION {_NEW_MIGRATION}")
+
+
+def _file_column_problems(task: TaskView) -> Iterator[Problem]:
+    columns = (("SQL_FILE", task.sql_file, "SQL"), ("SCRIPT_FILE", task.script_file, "PYTHON"))
+    for column, value, handler in columns:
+        if task.handler == handler and not (value or "").strip():
+            yield _task_problem(task, "file-missing", f"{column} is not set", value,
+                                f"the file a {handler} task runs, relative to "
+                                f"{SQL_DIR if handler == 'SQL' else SCRIPT_DIR}/", f"set {column} {_NEW_MIGRATION}")
+        elif task.handler != handler and value is not None:
+            yield _task_problem(task, "file-not-applicable", f"{column} {value!r} is set on a {task.handler} task",
+                                value, f"{column} only on {handler} tasks", f"set {column} to NULL {_NEW_MIGRATION}")
+    if task.handler == "SQL" and not (task.target or "").strip():
+        yield _task_problem(task, "target-missing", "TARGET_OBJECT is not set", task.target,
+                            "the table the task writes (schema.table)", f"set TARGET_OBJECT {_NEW_MIGRATION}")
+
+
+def _parameter_problems(task: TaskView) -> Iterator[Problem]:
+    given = {p.name for p in task.parameters}
+    kind = f"{task.action} task" if task.handler == "SQL" else f"{task.handler} task"
+    for value in task.parameters:
+        spec = params.parameter(value.name)
+        if spec is None:
+            near = params.suggestions(value.name)
+            hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+            takes = ", ".join(p.name for p in params.applicable(task.handler, task.action))
+            yield _task_problem(task, "parameter-unknown", f"parameter {value.name} is not a task parameter{hint}",
+                                value.name, f"one of the parameters {kind}s take ({takes}; see "
+                                "docs/reference/task-parameters.md)", f"rename or remove it {_NEW_MIGRATION}")
+        elif task.handler in _ENUMS["Handler"] and not spec.applies(task.handler, task.action):
+            yield _task_problem(task, "parameter-not-applicable", f"parameter {spec.name} does not apply to "
+                                f"{kind}s", value.value, f"{spec.name} only on {spec.scope}",
+                                f"remove it {_NEW_MIGRATION}")
+        elif (reason := spec.check(value.value)) is not None:
+            yield _task_problem(task, "parameter-invalid", f"parameter {spec.name} {reason}", value.value,
+                                spec.expected, f"correct its PARAMETER_VALUE {_NEW_MIGRATION}")
+    for spec in params.PARAMETERS:
+        if spec.name not in given and spec.required(task.handler, task.action or None):
+            yield _task_problem(task, "parameter-required", f"parameter {spec.name} is missing", None,
+                                f"{spec.name} on every {kind}: {spec.expected}",
+                                f"add a CFG_TASK_PARAMETERS row {spec.name} for the task {_NEW_MIGRATION}")
+
+
+# -- dependencies ------------------------------------------------------------------------------------------------
+
+def _edge_problems(metadata: Metadata) -> Iterator[Problem]:
+    types = _ENUMS["DependencyType"]
+    for edge in metadata.task_edges:
+        upstream = f"{edge.upstream_pipeline_code}.{edge.upstream_task_code}"
+        where = f"task {edge.pipeline_code}.{edge.task_code}"
+        pipelines = (edge.pipeline_code,)
+        if edge.type not in types:
+            yield Problem("dependency-type-unknown", where, f"the dependency on {upstream} has DEPENDENCY_TYPE "
+                          f"{edge.type!r}", edge.type, f"one of {', '.join(types)}",
+                          f"correct the CFG_TASK_DEPENDENCY row {_NEW_MIGRATION}", pipelines, edge.task_code)
+        if not edge.upstream_active:
+            yield Problem("dependency-inactive", where, f"it depends on {upstream}, which is switched off "
+                          "(ACTIVE_FLAG = 'N')", upstream, "dependencies on active tasks only",
+                          f"switch the dependency off too, or the task back on, {_NEW_MIGRATION}", pipelines,
+                          edge.task_code)
+    for pedge in metadata.pipeline_edges:
+        where = f"pipeline {pedge.pipeline_code}"
+        if pedge.type not in types:
+            yield Problem("dependency-type-unknown", where, f"the dependency on pipeline {pedge.upstream_pipeline_code}"
+                          f" has DEPENDENCY_TYPE {pedge.type!r}", pedge.type, f"one of {', '.join(types)}",
+                          f"correct the CFG_PIPELINE_DEPENDENCY row {_NEW_MIGRATION}", (pedge.pipeline_code,))
+        if not pedge.upstream_active:
+            yield Problem("dependency-inactive", where, f"it depends on pipeline {pedge.upstream_pipeline_code}, "
+                          "which is switched off (ACTIVE_FLAG = 'N')", pedge.upstream_pipeline_code,
+                          "dependencies on active pipelines only",
+                          f"switch the dependency off too, or the pipeline back on, {_NEW_MIGRATION}",
+                          (pedge.pipeline_code,))
+
+
+def _cycle_problems(metadata: Metadata) -> Iterator[Problem]:
+    remedy = f"switch off (ACTIVE_FLAG = 'N') one CFG_TASK_DEPENDENCY row of the cycle {_NEW_MIGRATION}"
+    for pipeline in metadata.pipelines:
+        codes = [t.code for t in metadata.tasks_of(pipeline.pipeline_id)]
+        edges = [(e.task_code, e.upstream_task_code) for e in metadata.task_edges
+                 if e.pipeline_id == pipeline.pipeline_id and not e.cross_pipeline and e.upstream_active]
+        for cycle in find_cycles(codes, edges):
+            path = " -> ".join(cycle)
+            yield Problem("cycle-tasks", f"pipeline {pipeline.code}", f"its tasks wait for each other in a cycle: "
+                          f"{path}", path, "task dependencies without a cycle (an arrow reads 'waits for')", remedy,
+                          (pipeline.code,))
+    reasons: dict[tuple[str, str], str] = {}
+    for pedge in metadata.pipeline_edges:
+        if pedge.upstream_active:
+            reasons.setdefault((pedge.pipeline_code, pedge.upstream_pipeline_code), "pipeline dependency")
+    for edge in metadata.task_edges:
+        if edge.cross_pipeline and edge.upstream_active:
+            reasons.setdefault((edge.pipeline_code, edge.upstream_pipeline_code),
+                               f"task {edge.pipeline_code}.{edge.task_code} waits for "
+                               f"{edge.upstream_pipeline_code}.{edge.upstream_task_code}")
+    for cycle in find_cycles([p.code for p in metadata.pipelines], reasons):
+        path = cycle[0] + "".join(f" -> {b} ({reasons[(a, b)]})" for a, b in pairwise(cycle))
+        yield Problem("cycle-pipelines", f"pipelines {', '.join(sorted(set(cycle)))}",
+                      f"they wait for each other in a cycle: {path}",
+                      " -> ".join(cycle), "dependencies between pipelines without a cycle (an arrow reads "
+                      "'waits for')", "switch off one CFG_PIPELINE_DEPENDENCY or cross-pipeline CFG_TASK_DEPENDENCY "
+                      f"row of the cycle {_NEW_MIGRATION}", tuple(dict.fromkeys(cycle)))
+
+
+def _format_problems(metadata: Metadata) -> Iterator[Problem]:
+    """B43: every task writing one TARGET_OBJECT resolves to the same TABLE_FORMAT."""
+    spec = params.BY_NAME["TABLE_FORMAT"]
+    by_target: dict[str, dict[str, list[TaskView]]] = {}
+    for task in metadata.tasks:
+        if not task.target or task.handler != "SQL" or not spec.applies(task.handler, task.action):
+            continue
+        raw = task.parameter("TABLE_FORMAT") or spec.default or ""
+        if spec.check(raw) is None:
+            by_format = by_target.setdefault(task.target.strip().lower(), {})
+            by_format.setdefault(spec.parse(raw), []).append(task)
+    for target, by_format in by_target.items():
+        if len(by_format) > 1:
+            listed = "; ".join(f"{fmt} ({', '.join(t.key for t in tasks)})" for fmt, tasks in sorted(by_format.items()))
+            involved = tuple(dict.fromkeys(t.pipeline_code for tasks in by_format.values() for t in tasks))
+            yield Problem("table-format-conflict", f"target {target}", f"the tasks writing it resolve to different "
+                          f"table formats: {listed}", ", ".join(sorted(by_format)),
+                          "one TABLE_FORMAT for every task writing the same TARGET_OBJECT",
+                          f"set the same TABLE_FORMAT on all of them (without it a task writes {spec.default}) "
+                          f"{_NEW_MIGRATION}", involved)
+
+
+# -- files -----------------------------------------------------------------------------------------------------
+
+class _Files:
+    """The checks that read the project's files: SQL_FILE under sql_files/, SCRIPT_FILE under
+    ingestion_scripts/."""
+
+    def __init__(self, project_dir: Path, dialect: str, metadata: Metadata) -> None:
+        self.project_dir, self.dialect, self.read = project_dir, dialect, 0
+        self.targets = [(t.target.strip(), t) for t in metadata.tasks if t.handler == "SQL" and t.target]
+
+    def problems(self, task: TaskView) -> Iterator[Problem]:
+        if task.handler == "SQL" and task.sql_file:
+            yield from self._sql_problems(task, task.sql_file)
+        if task.handler == "PYTHON" and task.script_file:
+            yield from self._script_problems(task, task.script_file)
+
+    def _open(self, task: TaskView, column: str, folder: str, value: str) -> tuple[str | None, Problem | None]:
+        base = (self.project_dir / folder).resolve()
+        path = (base / value).resolve()
+        if Path(value).is_absolute() or not path.is_relative_to(base):
+            return None, _task_problem(task, "file-outside", f"{column} {value!r} is outside {folder}/", value,
+                                       f"a path relative to {folder}/ that stays inside it",
+                                       f"move the file into {folder}/ and correct {column} {_NEW_MIGRATION}")
+        if not path.is_file():
+            return None, _task_problem(task, "file-not-found", f"{column} {value!r} does not exist", value,
+                                       f"the file {folder}/{value}", f"create {folder}/{value}, or correct {column} "
+                                       f"{_NEW_MIGRATION}")
+        self.read += 1
+        try:
+            return path.read_text(encoding="utf-8-sig"), None
+        except UnicodeDecodeError as exc:
+            return None, _task_problem(task, "file-not-utf8", f"{column} {value!r} is not UTF-8 text ({exc.reason} "
+                                       f"at byte {exc.start})", value, "UTF-8 text", "save the file as UTF-8")
+
+    def _script_problems(self, task: TaskView, value: str) -> Iterator[Problem]:
+        text, problem = self._open(task, "SCRIPT_FILE", SCRIPT_DIR, value)
+        if problem is not None or text is None:
+            yield from [problem] if problem else []
+            return
+        try:
+            ast.parse(text, filename=value)
+        except SyntaxError as exc:
+            yield _task_problem(task, "script-syntax", f"SCRIPT_FILE {value!r} is not valid Python: {exc.msg} at "
+                                f"line {exc.lineno}", value, "a Python module that compiles", "fix the script")
+
+    def _sql_problems(self, task: TaskView, value: str) -> Iterator[Problem]:
+        text, problem = self._open(task, "SQL_FILE", SQL_DIR, value)
+        if problem is not None or text is None:
+            yield from [problem] if problem else []
+            return
+        values = {**_PLACEHOLDERS, **{p.name: p.value or "" for p in task.parameters}}
+        try:
+            uses = find_tokens(text, self.dialect, source=value)
+        except ValueError:
+            uses = []  # read_select reports the unreadable text
+        unknown = [u for u in uses if u.name.lower() not in {k.lower() for k in values}]
+        if unknown:
+            tokens, verb = describe_tokens(unknown, list(values)), "has" if len(unknown) == 1 else "have"
+            yield _task_problem(task, "token-unknown", f"SQL_FILE {value!r} uses {tokens}, which {verb} no value",
+                                ", ".join(f"$${u.name}" for u in unknown), f"one of {known_text(list(values))}",
+                                "correct the token, or keep $$ text inside a string literal or a comment")
+            values.update({u.name: 0 for u in unknown})
+        try:
+            sql = substitute(text, values, self.dialect, source=value) if uses else text
+            shape = read_select(sql, self.dialect, source=value)
+        except SelectError as exc:
+            yield _task_problem(task, "sql-not-one-select", f"SQL_FILE {value!r} {exc.found}", value,
+                                "exactly one read-only SELECT (a trailing ; and comments are fine)", exc.remedy)
+            return
+        yield from self._column_problems(task, value, shape)
+
+    def _column_problems(self, task: TaskView, value: str, shape: SelectShape) -> Iterator[Problem]:
+        reserved = engine_managed_columns(task.action)
+        named = [c for c in shape.columns if c.name is not None]
+        engine = [c.name for c in named if c.name and c.name.upper() in reserved]
+        if engine:
+            yield _task_problem(task, "column-engine-managed", f"the SELECT of {value!r} returns "
+                                f"{', '.join(engine)}, which etl-craft writes itself", ", ".join(engine),
+                                f"no column named {', '.join(reserved)}", "alias those columns, or leave them out")
+        for table in shape.star_tables:
+            owners = [t for target, t in self.targets if same_table(table, target, self.dialect)]
+            if owners:
+                yield _task_problem(task, "column-engine-managed", f"the SELECT of {value!r} takes every column of "
+                                    f"{table} with *, and {table} is written by task {owners[0].key}, so it returns "
+                                    "the columns etl-craft writes itself", table,
+                                    f"no column named {', '.join(ENGINE_MANAGED_COLUMNS)}",
+                                    "list the columns you need instead of *")
+        yield from _name_problems(task, value, shape)
+
+
+def _name_problems(task: TaskView, value: str, shape: SelectShape) -> Iterator[Problem]:
+    seen: dict[str, int] = {}
+    for column in shape.columns:
+        if column.name is None:
+            expression = column.expression if len(column.expression) <= 60 else column.expression[:57] + "..."
+            yield _task_problem(task, "column-unnamed", f"column {column.position} of the SELECT of {value!r} "
+                                f"({expression}) has no name, so the warehouse names it", expression,
+                                "a name for every computed column", f"give it one: {expression} AS <name>")
+            continue
+        plain = params.PLAIN_NAME.match(column.name) is not None
+        if not plain or (column.quoted and column.name != column.name.lower()):
+            yield _task_problem(task, "column-needs-quotes", f"the SELECT of {value!r} returns a column named "
+                                f'"{column.name}", which needs quoting', column.name,
+                                "names of lower-case letters, digits and _ (a quoted name keeps its case, so every "
+                                "later statement would have to quote it)", f"alias it, for example AS "
+                                f"{_snake(column.name)}")
+        key = column.name.lower()
+        if key in seen:
+            yield _task_problem(task, "column-duplicate", f"the SELECT of {value!r} returns {column.name} twice "
+                                f"(columns {seen[key]} and {column.position})", column.name,
+                                "each output name once", "alias one of them")
+        seen.setdefault(key, column.position)
+    if shape.resolved:
+        yield from _merge_column_problems(task, value, set(seen))
+
+
+def _merge_column_problems(task: TaskView, value: str, returned: set[str]) -> Iterator[Problem]:
+    for name in ("MERGE_KEY", "MERGE_COMPARE_COLUMNS"):
+        spec, raw = params.BY_NAME[name], task.parameter(name)
+        if raw is None or not spec.applies(task.handler, task.action) or spec.check(raw) is not None:
+            continue
+        missing = [c for c in spec.parse(raw) if c.lower() not in returned]
+        if missing:
+            yield _task_problem(task, "merge-column-missing", f"parameter {name} names {', '.join(missing)}, which "
+                                f"the SELECT of {value!r} does not return", raw,
+                                f"columns the SELECT returns ({', '.join(sorted(returned))})",
+                                f"correct {name} {_NEW_MIGRATION}, or return the column")
+
+
+def _snake(name: str) -> str:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    snake = re.sub(r"[^A-Za-z0-9]+", "_", spaced).strip("_").lower()
+    return snake if snake and not snake[0].isdigit() else f"c_{snake}"
+

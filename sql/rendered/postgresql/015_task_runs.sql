@@ -1,0 +1,191 @@
+-- 015_task_runs: the task runs of a run that no attempt decides: skipping a task, and an operator's mark.
+
+-- @function skip_task_run
+-- @args run_id bigint, task_id bigint, reason text, by_operator bool = false
+-- @returns task_run_id bigint, status text, created bool
+-- @purpose Record that a task will not run in this run: its task run is created SKIPPED (MESSAGE = reason,
+--   START_DATE = END_DATE = now) when it has none; one already SKIPPED is left as it is (created = false). Any
+--   other task run is refused: a skip never overwrites an outcome, so a FAILED task keeps its error (B28).
+--   by_operator = true (etl-craft run --skip) records a SKIP intervention for the task run, once, which tells an
+--   operator's skip from the engine's: ready_tasks never runs an operator-skipped task again.
+-- @transition TASK_RUN (none) -> SKIPPED
+-- @locks the run row (shared), then the task run's key (ux_task_run_per_run)
+-- @errors EC021 no such run, or the task is not of the run's pipeline; EC020 the run is not IN-PROGRESS, or the
+--   task run is in a status other than SKIPPED
+CREATE OR REPLACE FUNCTION etl_craft.skip_task_run(
+  p_run_id bigint,
+  p_task_id bigint,
+  p_reason text,
+  p_by_operator boolean DEFAULT false,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (task_run_id bigint, status text, created boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+BEGIN
+  -- Hold the run IN-PROGRESS until this skip commits (SQLite needs no lock: BEGIN IMMEDIATE admits one writer).
+  PERFORM 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR SHARE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected IN-PROGRESS; a task is skipped only in a run in progress: reopen the run first (etl-craft reopen) or mark the task instead (etl-craft mark)')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS <> 'IN-PROGRESS';
+  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID);
+  INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, START_DATE, END_DATE, MESSAGE)
+  VALUES (p_run_id, p_task_id, 'SKIPPED', v_now, v_now, p_reason)
+  ON CONFLICT (PIPELINE_RUN_ID, TASK_ID) DO NOTHING
+  RETURNING TASK_RUN_ID INTO v_task_run_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'task run ' || t.TASK_RUN_ID || ' (task ' || k.TASK_CODE || ' in run ' || t.PIPELINE_RUN_ID || ') is ' || t.STATUS || ', expected no task run or SKIPPED; a skip never overwrites an outcome (' || CASE WHEN t.STATUS = 'FAILED' THEN 'its error stays' ELSE 'it keeps its status' END || '): rerun the task, or mark it with etl-craft mark')
+    FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.CFG_TASKS k ON k.TASK_ID = t.TASK_ID
+   WHERE t.PIPELINE_RUN_ID = p_run_id AND t.TASK_ID = p_task_id AND v_rows = 0
+     AND t.STATUS <> 'SKIPPED';
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, TASK_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, ROWS_WRITTEN, REASON, REQUESTED_BY,
+     REQUESTED_BY_KIND, REQUESTED_AT)
+  SELECT p_run_id, t.TASK_RUN_ID, 'SKIP', CASE WHEN v_task_run_id IS NULL THEN t.STATUS END, 'SKIPPED', NULL, p_reason, etl_craft._actor(),
+         etl_craft._actor_kind(), v_now
+    FROM etl_craft.AUD_TASK_RUN_LOG t
+   WHERE t.PIPELINE_RUN_ID = p_run_id AND t.TASK_ID = p_task_id AND COALESCE(p_by_operator, false)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_RUN_INTERVENTIONS i
+                      WHERE i.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID AND i.TASK_RUN_ID = t.TASK_RUN_ID
+                        AND i.INTERVENTION = 'SKIP');
+  RETURN QUERY
+  SELECT q.task_run_id::bigint, q.status::text, q.created::boolean
+    FROM (
+      SELECT TASK_RUN_ID, STATUS, v_task_run_id IS NOT NULL
+        FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id
+    ) AS q(task_run_id, status, created);
+END
+$fn$;
+-- @end skip_task_run
+
+-- @function mark_task_run
+-- @args run_id bigint, task_id bigint, status text, reason text, rows_written bigint = NULL
+-- @returns task_run_id bigint, status text, run_status text
+-- @purpose An operator sets a task's outcome in a run: STATUS, END_DATE = now (START_DATE = now when it had
+--   none), MESSAGE, and ROWS_WRITTEN when rows_written is given (TARGET_COUNT is left as it is); the task run is
+--   created when there is none. Refused while a CLAIMED or RUNNING attempt of the task holds a live lease (B16). An
+--   attempt whose lease has expired is first marked LOST, its message and the task run's ERROR_MESSAGE reading
+--   "attempt N was lost: owner O stopped renewing its lease at T" (this replaces mark --stale); a QUEUED attempt
+--   is cancelled. A run that has ended is reopened first (REPAIR_PENDING when it was SUCCESS; recorded as REOPEN)
+--   and then waits for finalize_run to end it again. Recorded as a MARK intervention (FROM_STATUS NULL when the
+--   task run was created) with ROWS_WRITTEN and the reason.
+-- @transition TASK_RUN (none), IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED;
+--   ATTEMPT CLAIMED or RUNNING with an expired lease -> LOST; ATTEMPT QUEUED -> CANCELLED;
+--   RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS
+-- @locks the run row, then the task's live attempts, then its task run
+-- @errors EC021 no such run, or the task is not of the run's pipeline; EC023 the status is not SUCCESS, FAILED
+--   or SKIPPED, the run is QUEUED, an attempt of the task holds a live lease, or the run has ended and another run
+--   of the pipeline is QUEUED or IN-PROGRESS; EC020 the run or the task run changed meanwhile
+CREATE OR REPLACE FUNCTION etl_craft.mark_task_run(
+  p_run_id bigint,
+  p_task_id bigint,
+  p_status text,
+  p_reason text,
+  p_rows_written bigint DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (task_run_id bigint, status text, run_status text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_run_status text;
+  v_task_run_id bigint;
+  v_from_status text;
+  v_created_id bigint;
+  v_lost text;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'mark_task_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a task cancel its run')
+    WHERE p_status NOT IN ('SUCCESS', 'FAILED', 'SKIPPED') OR p_status IS NULL;
+  SELECT STATUS INTO v_run_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID);
+  PERFORM etl_craft._fail('EC023', 'run ' || PIPELINE_RUN_ID || ' is QUEUED and has not started; its tasks are marked once it runs: admit it, or end it with finish_run')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED';
+  PERFORM etl_craft._fail('EC023', 'run ' || r.PIPELINE_RUN_ID || ' has ended ' || r.STATUS || ' and marking a task reopens it, which is refused while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is ' || o.STATUS || '; let it finish or cancel it first')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED') AND o.STATUS IN ('QUEUED', 'IN-PROGRESS');
+  SELECT TASK_RUN_ID INTO v_task_run_id
+    FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id;
+  -- Lock the task's attempts before its task run, in the order the attempt functions lock them (SQLite needs no
+  -- lock: BEGIN IMMEDIATE admits one writer).
+  PERFORM 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE TASK_RUN_ID = v_task_run_id AND STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING') FOR UPDATE;
+  PERFORM 1 FROM etl_craft.AUD_TASK_RUN_LOG WHERE TASK_RUN_ID = v_task_run_id FOR UPDATE;
+  SELECT STATUS INTO v_from_status FROM etl_craft.AUD_TASK_RUN_LOG WHERE TASK_RUN_ID = v_task_run_id;
+  PERFORM etl_craft._fail('EC023', 'task ' || k.TASK_CODE || ' in run ' || p_run_id || ' is being run: attempt ' || a.ATTEMPT_ID || ' is ' || a.STATUS || ' by owner ' || COALESCE(a.OWNER_ID, 'nobody') || ' whose lease runs until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '; wait for it to end, or stop that process: once its lease has expired the mark is allowed')
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.CFG_TASKS k ON k.TASK_ID = p_task_id
+   WHERE a.TASK_RUN_ID = v_task_run_id AND a.STATUS IN ('CLAIMED', 'RUNNING')
+     AND (a.LEASE_EXPIRES_AT IS NULL OR a.LEASE_EXPIRES_AT >= v_now);
+  -- The message lose_attempt (020_attempts) leaves on a LOST attempt and its task run.
+  SELECT 'attempt ' || ATTEMPT_ID || ' was lost: owner ' || COALESCE(OWNER_ID, 'nobody') || ' stopped renewing its lease at ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') INTO v_lost
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE TASK_RUN_ID = v_task_run_id AND STATUS IN ('CLAIMED', 'RUNNING');
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS SET STATUS = 'LOST', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL, ERROR_MESSAGE = v_lost
+   WHERE TASK_RUN_ID = v_task_run_id AND STATUS IN ('CLAIMED', 'RUNNING') AND LEASE_EXPIRES_AT < v_now;
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS SET STATUS = 'CANCELLED', ENDED_AT = v_now, CANCEL_REQUESTED_AT = v_now,
+         ERROR_MESSAGE = 'cancelled before it started: the task was marked ' || p_status
+   WHERE TASK_RUN_ID = v_task_run_id AND STATUS = 'QUEUED';
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ENDED_BY = NULL, ENDED_BY_KIND = NULL, OWNER_ID = NULL,
+         LEASE_EXPIRES_AT = NULL, CANCEL_REQUESTED_AT = NULL,
+         REPAIR_PENDING = CASE WHEN STATUS = 'SUCCESS' THEN 'Y' ELSE REPAIR_PENDING END,
+         MESSAGE = 'reopened to mark task ' || (SELECT TASK_CODE FROM etl_craft.CFG_TASKS WHERE TASK_ID = p_task_id)
+                   || ' ' || p_status || ': ' || COALESCE(p_reason, 'no reason given')
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = v_run_status AND STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED');
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(v_run_status AS text), 'NULL') || '; someone else changed it: read its status again')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_run_status IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED') AND v_rows = 0;
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, TASK_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, ROWS_WRITTEN, REASON, REQUESTED_BY,
+     REQUESTED_BY_KIND, REQUESTED_AT)
+  SELECT p_run_id, NULL, 'REOPEN', v_run_status, 'IN-PROGRESS', NULL, p_reason, etl_craft._actor(),
+         etl_craft._actor_kind(), v_now
+   WHERE v_run_status IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED');
+  INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, START_DATE, END_DATE, ROWS_WRITTEN, MESSAGE)
+  SELECT p_run_id, p_task_id, p_status, v_now, v_now, p_rows_written,
+         'marked ' || p_status || ': ' || COALESCE(p_reason, 'no reason given')
+   WHERE v_task_run_id IS NULL
+  ON CONFLICT (PIPELINE_RUN_ID, TASK_ID) DO NOTHING
+  RETURNING TASK_RUN_ID INTO v_created_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'task run ' || TASK_RUN_ID || ' of task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' in run ' || PIPELINE_RUN_ID || ' was created meanwhile (' || STATUS || '), expected none; read its status again')
+    FROM etl_craft.AUD_TASK_RUN_LOG
+   WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id AND v_task_run_id IS NULL
+     AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = p_status, END_DATE = v_now, START_DATE = COALESCE(START_DATE, v_now),
+         ROWS_WRITTEN = COALESCE(p_rows_written, ROWS_WRITTEN),
+         ERROR_MESSAGE = COALESCE(v_lost, ERROR_MESSAGE),
+         MESSAGE = 'marked ' || p_status || ': ' || COALESCE(p_reason, 'no reason given')
+   WHERE TASK_RUN_ID = v_task_run_id AND STATUS = v_from_status;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'task run ' || TASK_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(v_from_status AS text), 'NULL') || '; someone else changed it: read its status again')
+    FROM etl_craft.AUD_TASK_RUN_LOG WHERE TASK_RUN_ID = v_task_run_id AND v_rows = 0;
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, TASK_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, ROWS_WRITTEN, REASON, REQUESTED_BY,
+     REQUESTED_BY_KIND, REQUESTED_AT)
+  SELECT p_run_id, t.TASK_RUN_ID, 'MARK', v_from_status, p_status, p_rows_written, p_reason, etl_craft._actor(),
+         etl_craft._actor_kind(), v_now
+    FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.PIPELINE_RUN_ID = p_run_id AND t.TASK_ID = p_task_id;
+  RETURN QUERY
+  SELECT q.task_run_id::bigint, q.status::text, q.run_status::text
+    FROM (
+      SELECT t.TASK_RUN_ID, t.STATUS, r.STATUS
+        FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
+       WHERE t.PIPELINE_RUN_ID = p_run_id AND t.TASK_ID = p_task_id
+    ) AS q(task_run_id, status, run_status);
+END
+$fn$;
+-- @end mark_task_run

@@ -1,0 +1,409 @@
+-- 020_attempts: an attempt's life after it was queued: claimed by an owner, started, and ended by its owner
+-- (SUCCESS, FAILED, TIMED_OUT, CANCELLED), by an operator's cancel, or LOST when its owner stopped renewing it.
+-- Every change is a compare-and-set on (ATTEMPT_ID, STATUS[, OWNER_ID]) and writes the task-run summary in the
+-- same transaction; a refused call changes nothing.
+
+-- @function claim_attempt
+-- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1
+-- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
+-- @purpose Claim up to max_attempts QUEUED attempts of pool whose SLOT_KIND is in slot_kinds (a comma list, such
+--   as 'ingestion,warehouse') for owner_id, with a lease of lease_seconds: highest PRIORITY first, then the oldest
+--   (QUEUED_AT, ATTEMPT_ID). Only attempts that are due (NOT_BEFORE NULL or past) and whose run is IN-PROGRESS with
+--   no cancel requested are claimed. Sets OWNER_ID, CLAIMED_AT, LEASE_EXPIRES_AT and HEARTBEAT_AT and returns the
+--   attempts claimed, in that order; none when nothing is ready (not an error).
+-- @transition ATTEMPT QUEUED -> CLAIMED
+-- @locks the claimed attempt rows. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claimers get disjoint
+--   attempts and never wait on each other (with several slot kinds, the best candidates of each kind are locked until
+--   the claim commits); SQLite: BEGIN IMMEDIATE admits one writer at a time
+-- @errors EC023 owner_id is empty, or max_attempts or lease_seconds is below 1
+CREATE OR REPLACE FUNCTION etl_craft.claim_attempt(
+  p_pool text,
+  p_slot_kinds text,
+  p_owner_id text,
+  p_lease_seconds integer DEFAULT 60,
+  p_max_attempts integer DEFAULT 1,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number integer, lease_expires_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_claim text;
+BEGIN
+  PERFORM etl_craft._fail('EC023', CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END)
+    WHERE COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1;
+  PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
+    WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim
+    FROM (SELECT k.ATTEMPT_ID
+            FROM (
+                  SELECT * FROM (
+                    SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                      FROM etl_craft.AUD_TASK_ATTEMPTS a
+                     WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion'
+                       AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
+                       AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                       AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                              FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
+                             WHERE t.TASK_RUN_ID = a.TASK_RUN_ID)
+                     ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                     LIMIT p_max_attempts
+                     FOR UPDATE OF a SKIP LOCKED
+                  ) k_ingestion
+                  UNION ALL
+                  SELECT * FROM (
+                    SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                      FROM etl_craft.AUD_TASK_ATTEMPTS a
+                     WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse'
+                       AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
+                       AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                       AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                              FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
+                             WHERE t.TASK_RUN_ID = a.TASK_RUN_ID)
+                     ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                     LIMIT p_max_attempts
+                     FOR UPDATE OF a SKIP LOCKED
+                  ) k_warehouse
+                 ) k
+           ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
+           LIMIT p_max_attempts) c;
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = 'CLAIMED', OWNER_ID = p_owner_id, CLAIMED_AT = v_now, HEARTBEAT_AT = v_now,
+         LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
+   WHERE ATTEMPT_ID = ANY (CAST(string_to_array(v_claim, ',') AS bigint[])) AND STATUS = 'QUEUED';
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.pipeline_run_id::bigint, q.task_id::bigint, q.attempt_number::integer, q.lease_expires_at::timestamptz
+    FROM (
+      SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, t.PIPELINE_RUN_ID, t.TASK_ID, a.ATTEMPT_NUMBER, a.LEASE_EXPIRES_AT
+        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+       WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_claim, ',') AS bigint[]))
+       ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+    ) AS q(attempt_id, task_run_id, pipeline_run_id, task_id, attempt_number, lease_expires_at);
+END
+$fn$;
+-- @end claim_attempt
+
+-- @function start_attempt
+-- @args attempt_id bigint, owner_id text, host text, pid int, process_start text, lease_seconds int = 60
+-- @returns attempt_id bigint, status text, lease_expires_at timestamptz
+-- @purpose The owner of a CLAIMED attempt records that its process started: HOST, PID and PROCESS_START (the
+--   process's birth identity, which reconciliation checks), STARTED_AT, and a renewed lease. The task run's
+--   START_DATE is set if it has none.
+-- @transition ATTEMPT CLAIMED -> RUNNING
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED by owner_id (ended, lost, cancelled, already
+--   started, or claimed by another owner); EC023 lease_seconds is below 1
+CREATE OR REPLACE FUNCTION etl_craft.start_attempt(
+  p_attempt_id bigint,
+  p_owner_id text,
+  p_host text,
+  p_pid integer,
+  p_process_start text,
+  p_lease_seconds integer DEFAULT 60,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, status text, lease_expires_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
+    WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = 'RUNNING', HOST = p_host, PID = p_pid, PROCESS_START = p_process_start,
+         STARTED_AT = v_now, HEARTBEAT_AT = v_now,
+         LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
+   WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'CLAIMED' AND OWNER_ID = p_owner_id
+  RETURNING TASK_RUN_ID INTO v_task_run_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; do not start it: this process does not own it (it was cancelled, its lease expired and it was reconciled, or another process claimed it)')
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG SET START_DATE = v_now
+   WHERE TASK_RUN_ID = v_task_run_id AND START_DATE IS NULL;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.status::text, q.lease_expires_at::timestamptz
+    FROM (
+      SELECT ATTEMPT_ID, STATUS, LEASE_EXPIRES_AT FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id
+    ) AS q(attempt_id, status, lease_expires_at);
+END
+$fn$;
+-- @end start_attempt
+
+-- @function finish_attempt
+-- @args attempt_id bigint, owner_id text, status text, exit_code int = NULL, source_count bigint = NULL, insert_count bigint = NULL, update_count bigint = NULL, delete_count bigint = NULL, duplicate_count bigint = NULL, rows_written bigint = NULL, target_count bigint = NULL, error_message text = NULL, task_log text = NULL, log_path text = NULL, retryable text = NULL, offset_value text = NULL, offset_type text = NULL
+-- @returns attempt_id bigint, task_run_id bigint, status text, task_run_status text, attempt_count int
+-- @purpose The owner records how its attempt ended, SUCCESS or FAILED, in one transaction: the attempt (status,
+--   ENDED_AT, exit code, counts, messages, RETRYABLE; the lease is cleared), the task-run summary (its status read
+--   through state_machine.yaml, END_DATE, the same counts, ERROR_MESSAGE and TASK_LOG), and, only when the status is
+--   SUCCESS, the task's offset (AUD_TASK_OFFSETS, when offset_value is given; B6) and one AUD_DEPENDENCY_CONSUMPTION
+--   row per SATISFIED task-dependency gate decision recorded for this attempt (its SELECTED_ upstream run, task run
+--   and revision; a consumption already recorded is kept). A call from a process that no longer owns the attempt (a
+--   zombie: another owner, or the attempt ended or LOST) changes nothing at all (B8).
+-- @transition ATTEMPT CLAIMED or RUNNING -> SUCCESS or FAILED; TASK_RUN IN-PROGRESS -> SUCCESS or FAILED
+-- @locks the attempt row, then its task run, the task's offset row and the consumption keys
+-- @errors EC023 status is not SUCCESS or FAILED, retryable is not Y or N, or a SUCCESS offset has no valid
+--   offset_type; EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
+CREATE OR REPLACE FUNCTION etl_craft.finish_attempt(
+  p_attempt_id bigint,
+  p_owner_id text,
+  p_status text,
+  p_exit_code integer DEFAULT NULL,
+  p_source_count bigint DEFAULT NULL,
+  p_insert_count bigint DEFAULT NULL,
+  p_update_count bigint DEFAULT NULL,
+  p_delete_count bigint DEFAULT NULL,
+  p_duplicate_count bigint DEFAULT NULL,
+  p_rows_written bigint DEFAULT NULL,
+  p_target_count bigint DEFAULT NULL,
+  p_error_message text DEFAULT NULL,
+  p_task_log text DEFAULT NULL,
+  p_log_path text DEFAULT NULL,
+  p_retryable text DEFAULT NULL,
+  p_offset_value text DEFAULT NULL,
+  p_offset_type text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, task_run_id bigint, status text, task_run_status text, attempt_count integer)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+  v_attempt_number integer;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'finish_attempt records SUCCESS or FAILED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; a time limit is time_out_attempt, a cancel cancel_attempt')
+    WHERE p_status IS NULL OR p_status NOT IN ('SUCCESS', 'FAILED');
+  PERFORM etl_craft._fail('EC023', 'retryable is Y or N (or NULL when unknown), not ' || p_retryable)
+    WHERE p_retryable NOT IN ('Y', 'N');
+  PERFORM etl_craft._fail('EC023', 'the offset ' || p_offset_value || ' needs an offset_type of INTEGER, DECIMAL, TEXT, DATE, TIMESTAMP, not ' || COALESCE(CAST(p_offset_type AS text), 'NULL') || '; nothing was recorded')
+    WHERE p_status = 'SUCCESS' AND p_offset_value IS NOT NULL
+      AND (p_offset_type IS NULL OR p_offset_type NOT IN ('INTEGER', 'DECIMAL', 'TEXT', 'DATE', 'TIMESTAMP'));
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = p_status, ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL, EXIT_CODE = p_exit_code,
+         SOURCE_COUNT = p_source_count,
+         INSERT_COUNT = p_insert_count,
+         UPDATE_COUNT = p_update_count,
+         DELETE_COUNT = p_delete_count,
+         DUPLICATE_COUNT = p_duplicate_count,
+         ROWS_WRITTEN = p_rows_written,
+         TARGET_COUNT = p_target_count,
+         RETRYABLE = p_retryable, ERROR_MESSAGE = p_error_message, TASK_LOG = p_task_log,
+         LOG_PATH = COALESCE(p_log_path, LOG_PATH)
+   WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id
+  RETURNING TASK_RUN_ID, ATTEMPT_NUMBER INTO v_task_run_id, v_attempt_number;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: this process no longer owns the attempt (its lease expired and it was marked LOST, or it was ended by someone else), so its outcome is discarded; stop, a newer attempt may be running')
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = CASE p_status WHEN 'QUEUED' THEN 'IN-PROGRESS' WHEN 'CLAIMED' THEN 'IN-PROGRESS' WHEN 'RUNNING' THEN 'IN-PROGRESS' WHEN 'SUCCESS' THEN 'SUCCESS' WHEN 'FAILED' THEN 'FAILED' WHEN 'TIMED_OUT' THEN 'FAILED' WHEN 'LOST' THEN 'FAILED' WHEN 'CANCELLED' THEN 'CANCELLED' END, END_DATE = v_now,
+         SOURCE_COUNT = p_source_count,
+         INSERT_COUNT = p_insert_count,
+         UPDATE_COUNT = p_update_count,
+         DELETE_COUNT = p_delete_count,
+         DUPLICATE_COUNT = p_duplicate_count,
+         ROWS_WRITTEN = p_rows_written,
+         TARGET_COUNT = p_target_count,
+         ERROR_MESSAGE = p_error_message, TASK_LOG = p_task_log,
+         ATTEMPT_COUNT = CASE WHEN ATTEMPT_COUNT < v_attempt_number THEN v_attempt_number ELSE ATTEMPT_COUNT END
+   WHERE TASK_RUN_ID = v_task_run_id;
+  INSERT INTO etl_craft.AUD_TASK_OFFSETS (TASK_ID, OFFSET_TYPE, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID, STORED_AT)
+  SELECT t.TASK_ID, p_offset_type, p_offset_value, t.TASK_RUN_ID, p_attempt_id, v_now
+    FROM etl_craft.AUD_TASK_RUN_LOG t
+   WHERE t.TASK_RUN_ID = v_task_run_id AND p_status = 'SUCCESS' AND p_offset_value IS NOT NULL
+  ON CONFLICT (TASK_ID) DO UPDATE
+     SET OFFSET_TYPE = excluded.OFFSET_TYPE, OFFSET_VALUE = excluded.OFFSET_VALUE, TASK_RUN_ID = excluded.TASK_RUN_ID,
+         ATTEMPT_ID = excluded.ATTEMPT_ID, STORED_AT = excluded.STORED_AT;
+  INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
+    (PIPELINE_RUN_ID, TASK_RUN_ID, TASK_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID, CONSUMED_TASK_RUN_ID, CONSUMED_REVISION,
+     DECISION_ID, CONSUMED_AT)
+  SELECT t.PIPELINE_RUN_ID, t.TASK_RUN_ID, d.TASK_DEPENDENCY_ID, d.SELECTED_PIPELINE_RUN_ID, d.SELECTED_TASK_RUN_ID,
+         d.SELECTED_REVISION, d.DECISION_ID, v_now
+    FROM etl_craft.AUD_GATE_DECISIONS d JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = v_task_run_id
+   WHERE d.ATTEMPT_ID = p_attempt_id AND d.RESULT = 'SATISFIED' AND d.TASK_DEPENDENCY_ID IS NOT NULL
+     AND p_status = 'SUCCESS'
+   ORDER BY d.DECISION_ID
+  ON CONFLICT DO NOTHING;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.status::text, q.task_run_status::text, q.attempt_count::integer
+    FROM (
+      SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.STATUS, t.STATUS, t.ATTEMPT_COUNT
+        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+       WHERE a.ATTEMPT_ID = p_attempt_id
+    ) AS q(attempt_id, task_run_id, status, task_run_status, attempt_count);
+END
+$fn$;
+-- @end finish_attempt
+
+-- @function time_out_attempt
+-- @args attempt_id bigint, owner_id text, message text
+-- @returns attempt_id bigint, status text, task_run_status text
+-- @purpose The owner of a RUNNING attempt records that it stopped it at its time limit: the attempt ends
+--   TIMED_OUT with message as its ERROR_MESSAGE, and the task run reads FAILED with the same message.
+-- @transition ATTEMPT RUNNING -> TIMED_OUT; TASK_RUN IN-PROGRESS -> FAILED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not RUNNING by owner_id
+CREATE OR REPLACE FUNCTION etl_craft.time_out_attempt(
+  p_attempt_id bigint,
+  p_owner_id text,
+  p_message text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+BEGIN
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = 'TIMED_OUT', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL,
+         ERROR_MESSAGE = COALESCE(p_message, 'attempt ' || ATTEMPT_ID || ' reached its time limit')
+   WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'RUNNING' AND OWNER_ID = p_owner_id
+  RETURNING TASK_RUN_ID INTO v_task_run_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: only the owner of a running attempt times it out; if it has ended, its outcome stands')
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'FAILED', END_DATE = v_now,
+         ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id)
+   WHERE TASK_RUN_ID = v_task_run_id;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text
+    FROM (
+      SELECT a.ATTEMPT_ID, a.STATUS, t.STATUS
+        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+       WHERE a.ATTEMPT_ID = p_attempt_id
+    ) AS q(attempt_id, status, task_run_status);
+END
+$fn$;
+-- @end time_out_attempt
+
+-- @function cancel_attempt
+-- @args attempt_id bigint, reason text, owner_id text = NULL
+-- @returns attempt_id bigint, status text, cancel_requested_at timestamptz
+-- @purpose Cancel one attempt. Without owner_id (an operator, or the overseer): a QUEUED attempt ends CANCELLED
+--   at once and its task run reads CANCELLED; a CLAIMED or RUNNING one is only asked to stop (CANCEL_REQUESTED_AT,
+--   kept from the first request), which its owner acts on; either is recorded as a CANCEL intervention. With
+--   owner_id (the owner acknowledging a request, or stopping on its own): the CLAIMED or RUNNING attempt of that
+--   owner ends CANCELLED with CANCEL_ACKNOWLEDGED_AT, its lease cleared, and its task run reads CANCELLED.
+-- @transition ATTEMPT QUEUED -> CANCELLED (no owner_id); CLAIMED or RUNNING -> CANCELLED (owner_id);
+--   TASK_RUN IN-PROGRESS -> CANCELLED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt has ended, or (with owner_id) it is not CLAIMED or RUNNING by
+--   owner_id
+CREATE OR REPLACE FUNCTION etl_craft.cancel_attempt(
+  p_attempt_id bigint,
+  p_reason text,
+  p_owner_id text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, status text, cancel_requested_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+  v_status text;
+BEGIN
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = CASE WHEN STATUS = 'QUEUED' OR p_owner_id IS NOT NULL THEN 'CANCELLED' ELSE STATUS END,
+         ENDED_AT = CASE WHEN STATUS = 'QUEUED' OR p_owner_id IS NOT NULL THEN v_now END,
+         CANCEL_REQUESTED_AT = COALESCE(CANCEL_REQUESTED_AT, v_now),
+         CANCEL_ACKNOWLEDGED_AT = CASE WHEN p_owner_id IS NOT NULL THEN v_now END,
+         LEASE_EXPIRES_AT = CASE WHEN p_owner_id IS NOT NULL THEN NULL ELSE LEASE_EXPIRES_AT END,
+         ERROR_MESSAGE = CASE
+           WHEN STATUS = 'QUEUED' THEN 'cancelled before it started: ' || COALESCE(p_reason, 'no reason given')
+           WHEN p_owner_id IS NOT NULL THEN 'cancelled: ' || COALESCE(p_reason, 'no reason given')
+           ELSE ERROR_MESSAGE END
+   WHERE ATTEMPT_ID = p_attempt_id
+     AND ((p_owner_id IS NULL AND STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING'))
+          OR (STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id))
+  RETURNING TASK_RUN_ID, STATUS INTO v_task_run_id, v_status;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || CASE WHEN p_owner_id IS NULL THEN 'QUEUED, CLAIMED or RUNNING' ELSE 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') END || '; nothing was changed: an ended attempt cannot be cancelled, and only its owner acknowledges a cancel')
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'CANCELLED', END_DATE = v_now,
+         MESSAGE = 'cancelled: ' || COALESCE(p_reason, 'no reason given')
+   WHERE TASK_RUN_ID = v_task_run_id AND v_status = 'CANCELLED';
+  INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
+    (PIPELINE_RUN_ID, TASK_RUN_ID, ATTEMPT_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY,
+     REQUESTED_BY_KIND, REQUESTED_AT)
+  SELECT t.PIPELINE_RUN_ID, t.TASK_RUN_ID, p_attempt_id, 'CANCEL',
+         CASE WHEN v_status = 'CANCELLED' THEN 'QUEUED' ELSE v_status END, 'CANCELLED',
+         p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now
+    FROM etl_craft.AUD_TASK_RUN_LOG t
+   WHERE t.TASK_RUN_ID = v_task_run_id AND p_owner_id IS NULL;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.status::text, q.cancel_requested_at::timestamptz
+    FROM (
+      SELECT ATTEMPT_ID, STATUS, CANCEL_REQUESTED_AT FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id
+    ) AS q(attempt_id, status, cancel_requested_at);
+END
+$fn$;
+-- @end cancel_attempt
+
+-- @function lose_attempt
+-- @args attempt_id bigint, owner_id text, message text = NULL
+-- @returns attempt_id bigint, status text, task_run_status text
+-- @purpose Record that nobody knows how an attempt ended (its owner stopped renewing its lease): the attempt
+--   ends LOST and its task run reads FAILED, both with message, by default "attempt N was lost: owner O stopped
+--   renewing its lease at T". Fenced by the owner the caller saw, so an attempt claimed again or renewed since is
+--   left alone.
+-- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
+CREATE OR REPLACE FUNCTION etl_craft.lose_attempt(
+  p_attempt_id bigint,
+  p_owner_id text,
+  p_message text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+BEGIN
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = 'LOST', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL,
+         ERROR_MESSAGE = COALESCE(p_message, 'attempt ' || ATTEMPT_ID || ' was lost: owner ' || COALESCE(OWNER_ID, 'nobody') || ' stopped renewing its lease at ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never'))
+   WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id
+  RETURNING TASK_RUN_ID INTO v_task_run_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: it was claimed again, renewed or ended since it was read; read it again')
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'FAILED', END_DATE = v_now,
+         ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id)
+   WHERE TASK_RUN_ID = v_task_run_id;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text
+    FROM (
+      SELECT a.ATTEMPT_ID, a.STATUS, t.STATUS
+        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+       WHERE a.ATTEMPT_ID = p_attempt_id
+    ) AS q(attempt_id, status, task_run_status);
+END
+$fn$;
+-- @end lose_attempt

@@ -1,0 +1,133 @@
+-- 030_leases: keeping leases alive (renew_lease, a supervisor's or worker's heartbeat) and ending what nobody
+-- renews any more (reconcile_expired: attempts whose lease expired are LOST, runs whose lease expired are released).
+
+-- @function renew_lease
+-- @args owner_id text, lease_seconds int = 60, run_id bigint = NULL, attempt_id bigint = NULL
+-- @returns kind text, id bigint, lease_expires_at timestamptz
+-- @purpose Extend leases held by owner_id to now + lease_seconds and stamp HEARTBEAT_AT. With run_id: that
+--   IN-PROGRESS run, which owner_id must supervise. With attempt_id: that CLAIMED or RUNNING attempt, which owner_id
+--   must own. Both may be given (a supervisor renewing its run and its attempt). With neither: every CLAIMED or
+--   RUNNING attempt of owner_id, in one statement (a worker's heartbeat; one row per attempt renewed, none when it
+--   holds none). A lease that has expired but was not reconciled yet is
+--   still the owner's and is renewed. Returns one row per lease renewed: kind 'run' or 'attempt', its id and its
+--   new expiry.
+-- @transition none (ownership)
+-- @locks the run row, the attempt row, or every live attempt row of owner_id
+-- @errors EC021 no such run or attempt; EC020 the run is not IN-PROGRESS under owner_id, or the attempt is not
+--   CLAIMED or RUNNING by owner_id (the caller has lost it and must stop working on it); EC023 lease_seconds is
+--   below 1
+CREATE OR REPLACE FUNCTION etl_craft.renew_lease(
+  p_owner_id text,
+  p_lease_seconds integer DEFAULT 60,
+  p_run_id bigint DEFAULT NULL,
+  p_attempt_id bigint DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (kind text, id bigint, lease_expires_at timestamptz)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
+    WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS' AND OWNER_ID = p_owner_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE p_run_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID || ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')', ' (unowned)') || ', expected IN-PROGRESS owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; stop supervising it: it has ended, or its lease expired and it was released or taken over')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
+   WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    WHERE p_attempt_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; stop working on it and record nothing: it has ended, or its lease expired and it was marked LOST')
+    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
+   WHERE p_run_id IS NULL AND p_attempt_id IS NULL
+     AND OWNER_ID = p_owner_id AND STATUS IN ('CLAIMED', 'RUNNING');
+  RETURN QUERY
+  SELECT q.kind::text, q.id::bigint, q.lease_expires_at::timestamptz
+    FROM (
+      SELECT 'run', PIPELINE_RUN_ID, LEASE_EXPIRES_AT FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+      UNION ALL
+      SELECT 'attempt', ATTEMPT_ID, LEASE_EXPIRES_AT FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id
+      UNION ALL
+      SELECT 'attempt', ATTEMPT_ID, LEASE_EXPIRES_AT FROM etl_craft.AUD_TASK_ATTEMPTS
+       WHERE p_run_id IS NULL AND p_attempt_id IS NULL
+         AND OWNER_ID = p_owner_id AND STATUS IN ('CLAIMED', 'RUNNING') AND HEARTBEAT_AT = v_now
+       ORDER BY 1 DESC, 2
+    ) AS q(kind, id, lease_expires_at);
+END
+$fn$;
+-- @end renew_lease
+
+-- @function reconcile_expired
+-- @args grace_seconds int = 0, host text = NULL
+-- @returns attempt_id bigint, owner_id text, task_run_status text
+-- @purpose End what nobody renews any more. Every CLAIMED or RUNNING attempt whose lease expired more than
+--   grace_seconds ago becomes LOST and its task run FAILED, both with "attempt N was lost: owner O stopped renewing
+--   its lease at T". With host, only attempts whose HOST is host or unknown (NULL) are judged: the caller has
+--   checked its local processes, and judges other hosts' attempts with host NULL and a larger grace (two lease
+--   periods). Then every IN-PROGRESS run whose lease expired more than grace_seconds ago and that has no CLAIMED or
+--   RUNNING attempt left is released (OWNER_ID and LEASE_EXPIRES_AT NULL): it stays IN-PROGRESS and can be resumed.
+--   Returns the attempts it marked LOST.
+-- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED; RUN ownership released
+-- @locks the expired attempt rows (PostgreSQL: FOR UPDATE SKIP LOCKED, so an attempt being renewed or ended
+--   right now is left to the next pass), then their task runs, then the expired runs
+-- @errors EC023 grace_seconds is negative
+CREATE OR REPLACE FUNCTION etl_craft.reconcile_expired(
+  p_grace_seconds integer DEFAULT 0,
+  p_host text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, owner_id text, task_run_status text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_lost text;
+BEGIN
+  PERFORM etl_craft._fail('EC023', 'grace_seconds must be 0 or more, not ' || COALESCE(CAST(p_grace_seconds AS text), 'NULL'))
+    WHERE p_grace_seconds IS NULL OR p_grace_seconds < 0;
+  SELECT string_agg(CAST(q.ATTEMPT_ID AS text), ',') INTO v_lost
+    FROM (SELECT ATTEMPT_ID FROM etl_craft.AUD_TASK_ATTEMPTS
+           WHERE STATUS IN ('CLAIMED', 'RUNNING')
+             AND LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))
+             AND (p_host IS NULL OR HOST = p_host OR HOST IS NULL)
+           ORDER BY ATTEMPT_ID
+             FOR UPDATE SKIP LOCKED
+         ) q;
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = 'LOST', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL, ERROR_MESSAGE = 'attempt ' || ATTEMPT_ID || ' was lost: owner ' || COALESCE(OWNER_ID, 'nobody') || ' stopped renewing its lease at ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+   WHERE ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[])) AND STATUS IN ('CLAIMED', 'RUNNING');
+  UPDATE etl_craft.AUD_TASK_RUN_LOG AS tr
+     SET STATUS = 'FAILED', END_DATE = v_now,
+         ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a
+                           WHERE a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[])))
+   WHERE tr.TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[])));
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
+     SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
+   WHERE r.STATUS = 'IN-PROGRESS' AND r.LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+                      WHERE t.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS IN ('CLAIMED', 'RUNNING'));
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.owner_id::text, q.task_run_status::text
+    FROM (
+      SELECT a.ATTEMPT_ID, a.OWNER_ID, t.STATUS
+        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+       WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[]))
+       ORDER BY a.ATTEMPT_ID
+    ) AS q(attempt_id, owner_id, task_run_status);
+END
+$fn$;
+-- @end reconcile_expired

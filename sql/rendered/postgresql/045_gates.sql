@@ -1,0 +1,334 @@
+-- 045_gates: admission of queued runs (pipeline gates) and queuing of task attempts (task gates across pipelines).
+-- Both judge their dependencies with one gate judgement (judge_into) and record every judged dependency in
+-- AUD_GATE_DECISIONS in the transaction that admits the run or queues the attempt (B62: the choice is recorded
+-- when it is made and never rebuilt later; finalize_run consumes exactly what was recorded).
+
+
+-- @function admit_run
+-- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL
+-- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int
+-- @purpose Admit a QUEUED run through its pipeline gate. Every active pipeline dependency of its pipeline is
+--   judged (the latest ended, non-backfill upstream run whose status satisfies the edge and that no other run of the
+--   pipeline has consumed yet: the same revision with CONSUME_REPAIRS = 'Y', any revision with 'N'; backfills never feed
+--   gates, a backfill's FAILURE edges are unmet, and backfills neither consume for others nor wait on consumption) and
+--   recorded in
+--   AUD_GATE_DECISIONS, one row each (PIPELINE_DEPENDENCY_ID set, ATTEMPT_ID NULL). When none is UNSATISFIED the run
+--   becomes IN-PROGRESS (START_DATE now; OWNER_ID and a lease of lease_seconds when owner_id is given); else it stays
+--   QUEUED and the caller retries later or ends it SKIPPED with finish_run. bypass_reason (operator
+--   --ignore-dependencies) records every dependency BYPASSED with that reason. satisfied counts the SATISFIED and
+--   BYPASSED decisions of this call, unsatisfied the UNSATISFIED ones. Never changes another run (B23, B7).
+-- @transition RUN QUEUED -> IN-PROGRESS (or stays QUEUED when a dependency is unmet)
+-- @locks PostgreSQL: the pipeline row (FOR NO KEY UPDATE, so admissions of one pipeline take turns), then the
+--   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC021 no such run; EC020 the run is not QUEUED; EC023 the pipeline is paused, or another run of the
+--   pipeline is IN-PROGRESS
+CREATE OR REPLACE FUNCTION etl_craft.admit_run(
+  p_run_id bigint,
+  p_owner_id text DEFAULT NULL,
+  p_lease_seconds integer DEFAULT 60,
+  p_bypass_reason text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, satisfied integer, unsatisfied integer)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_status text;
+  v_pipeline_id bigint;
+  v_judged jsonb;
+  v_unmet bigint;
+BEGIN
+  -- Admissions of one pipeline take turns on its pipeline row, so the second sees the first's IN-PROGRESS run; the
+  -- run row is locked next (SQLite admits one writer under BEGIN IMMEDIATE and needs neither lock).
+  SELECT p.PIPELINE_ID INTO v_pipeline_id FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_ID = p.PIPELINE_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE OF p;
+  SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected QUEUED; only a queued run is admitted: someone else admitted or ended it, read its status again')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'QUEUED';
+  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+    JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
+   WHERE r.PIPELINE_RUN_ID = p_run_id;
+  PERFORM etl_craft._fail('EC023', 'run ' || r.PIPELINE_RUN_ID || ' of pipeline ' || p.PIPELINE_CODE || ' cannot be admitted while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is IN-PROGRESS (started ' || COALESCE(to_char(o.START_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || o.STARTED_BY || '); it stays QUEUED: admit it again once that run has ended, or cancel that run')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID AND o.STATUS = 'IN-PROGRESS'
+   WHERE r.PIPELINE_RUN_ID = p_run_id;
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason) ORDER BY j.dependency_id), '[]'::jsonb)
+    INTO v_judged
+    FROM (
+      SELECT g.dependency_id,
+             CASE WHEN g.verdict = 'BYPASS' THEN 'BYPASSED' WHEN g.verdict = 'OK' THEN 'SATISFIED' ELSE 'UNSATISFIED' END
+               AS result,
+             CASE WHEN g.verdict = 'OK' THEN g.cand_run_id END AS selected_run_id,
+             CASE WHEN g.verdict = 'OK' THEN g.cand_task_run_id END AS selected_task_run_id,
+             CASE WHEN g.verdict = 'OK' THEN g.cand_revision END AS selected_revision,
+             CASE g.verdict
+               WHEN 'BYPASS' THEN 'bypassed (' || g.dependency_type || ' dependency on ' || g.upstream || '): ' || p_bypass_reason
+               WHEN 'BACKFILL_FAILURE' THEN 'backfills don''t evaluate FAILURE dependencies on other pipelines (FAILURE dependency on ' || g.upstream || ')'
+               WHEN 'NONE' THEN g.upstream || ' has no '
+                 || CASE g.dependency_type WHEN 'SUCCESS' THEN 'SUCCESS' WHEN 'FAILURE' THEN 'FAILED'
+                                           WHEN 'HAS_DATA' THEN 'SUCCESS (with rows written)' ELSE 'ended' END
+                 || ' run that is not a backfill (' || g.dependency_type || ' dependency)'
+               WHEN 'CONSUMED' THEN g.upstream || ' run ' || g.cand_run_id || ' revision ' || g.cand_revision
+                 || ' was already consumed by run ' || g.consumer_run_id || ' at ' || COALESCE(to_char(g.consumed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+                 || CASE WHEN g.consume_repairs = 'Y' THEN '; a newer run or a repair of it satisfies this dependency again'
+                         ELSE '; a newer run satisfies this dependency again (CONSUME_REPAIRS = N: repairs are not consumed)' END
+               ELSE g.upstream || ' run ' || g.cand_run_id || ' revision ' || g.cand_revision
+                 || ' ended ' || g.cand_status || ' at ' || COALESCE(to_char(g.cand_end AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+                 || CASE WHEN g.dependency_type = 'HAS_DATA' THEN ' with ' || g.cand_rows || ' rows written' ELSE '' END
+             END AS reason
+        FROM (
+          SELECT e.*,
+                 CASE WHEN p_bypass_reason IS NOT NULL THEN 'BYPASS'
+                      WHEN e.backfill = 'Y' AND e.dependency_type = 'FAILURE' THEN 'BACKFILL_FAILURE'
+                      WHEN e.cand_run_id IS NULL THEN 'NONE'
+                      WHEN e.consumer_run_id IS NOT NULL THEN 'CONSUMED'
+                      ELSE 'OK' END AS verdict
+            FROM (
+              SELECT dep.PIPELINE_DEPENDENCY_ID AS dependency_id, dep.DEPENDENCY_TYPE AS dependency_type,
+                     dep.CONSUME_REPAIRS AS consume_repairs, up.PIPELINE_CODE AS upstream,
+                     CASE WHEN d.TRIGGER_KIND = 'BACKFILL' THEN 'Y' ELSE 'N' END AS backfill,
+                     c.PIPELINE_RUN_ID AS cand_run_id, NULL AS cand_task_run_id, c.OUTPUT_REVISION AS cand_revision,
+                     c.STATUS AS cand_status, c.END_DATE AS cand_end,
+                     (SELECT SUM(w.ROWS_WRITTEN) FROM etl_craft.AUD_TASK_RUN_LOG w WHERE w.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID) AS cand_rows,
+                     k.PIPELINE_RUN_ID AS consumer_run_id, k.CONSUMED_AT AS consumed_at
+                FROM etl_craft.CFG_PIPELINE_DEPENDENCY dep
+                JOIN etl_craft.AUD_PIPELINES_RUN_LOG d ON d.PIPELINE_RUN_ID = p_run_id AND d.PIPELINE_ID = dep.PIPELINE_ID
+                JOIN etl_craft.CFG_PIPELINES up ON up.PIPELINE_ID = dep.DEPENDS_ON_PIPELINE_ID
+                LEFT JOIN etl_craft.AUD_PIPELINES_RUN_LOG c ON c.PIPELINE_RUN_ID = (
+                  SELECT u.PIPELINE_RUN_ID FROM etl_craft.AUD_PIPELINES_RUN_LOG u
+                   WHERE u.PIPELINE_ID = dep.DEPENDS_ON_PIPELINE_ID AND u.TRIGGER_KIND <> 'BACKFILL'
+                     AND ((dep.DEPENDENCY_TYPE = 'SUCCESS' AND u.STATUS = 'SUCCESS')
+                       OR (dep.DEPENDENCY_TYPE = 'FAILURE' AND u.STATUS = 'FAILED')
+                       OR (dep.DEPENDENCY_TYPE = 'HAS_DATA' AND u.STATUS = 'SUCCESS'
+                           AND (SELECT SUM(w.ROWS_WRITTEN) FROM etl_craft.AUD_TASK_RUN_LOG w WHERE w.PIPELINE_RUN_ID = u.PIPELINE_RUN_ID) > 0)
+                       OR (dep.DEPENDENCY_TYPE = 'ALWAYS' AND u.STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')))
+                   ORDER BY u.END_DATE DESC NULLS LAST, u.PIPELINE_RUN_ID DESC LIMIT 1)
+                LEFT JOIN etl_craft.AUD_DEPENDENCY_CONSUMPTION k ON k.CONSUMPTION_ID = (
+                  SELECT x.CONSUMPTION_ID FROM etl_craft.AUD_DEPENDENCY_CONSUMPTION x JOIN etl_craft.AUD_PIPELINES_RUN_LOG xr ON xr.PIPELINE_RUN_ID = x.PIPELINE_RUN_ID
+                   WHERE x.PIPELINE_DEPENDENCY_ID = dep.PIPELINE_DEPENDENCY_ID AND x.CONSUMED_PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+                     AND (dep.CONSUME_REPAIRS = 'N' OR x.CONSUMED_REVISION = c.OUTPUT_REVISION)
+                     AND xr.PIPELINE_RUN_ID <> d.PIPELINE_RUN_ID AND xr.TRIGGER_KIND <> 'BACKFILL' AND d.TRIGGER_KIND <> 'BACKFILL'
+                   ORDER BY x.CONSUMPTION_ID DESC LIMIT 1)
+               WHERE dep.ACTIVE_FLAG = 'Y'
+            ) e
+        ) g
+       ORDER BY g.dependency_id
+    ) j;
+  SELECT COUNT(*) INTO v_unmet FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text) WHERE j.result = 'UNSATISFIED';
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', START_DATE = v_now, OWNER_ID = p_owner_id,
+         LEASE_EXPIRES_AT = CASE WHEN p_owner_id IS NOT NULL THEN (v_now + make_interval(secs => p_lease_seconds)) END,
+         HEARTBEAT_AT = CASE WHEN p_owner_id IS NOT NULL THEN v_now END
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED' AND v_unmet = 0;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected QUEUED; someone else changed it: read its status again')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND v_rows = 0 AND v_unmet = 0;
+  INSERT INTO etl_craft.AUD_GATE_DECISIONS
+    (PIPELINE_RUN_ID, TASK_RUN_ID, ATTEMPT_ID, PIPELINE_DEPENDENCY_ID, TASK_DEPENDENCY_ID, SELECTED_PIPELINE_RUN_ID,
+     SELECTED_TASK_RUN_ID, SELECTED_REVISION, RESULT, REASON, DECIDED_AT, DECIDED_BY, DECIDED_BY_KIND)
+  SELECT p_run_id, NULL, NULL,
+         j.dependency_id, NULL,
+         j.selected_run_id, j.selected_task_run_id, j.selected_revision, j.result, j.reason,
+         v_now, etl_craft._actor(), etl_craft._actor_kind()
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text)
+   ORDER BY j.dependency_id;
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.satisfied::integer, q.unsatisfied::integer
+    FROM (
+      SELECT r.PIPELINE_RUN_ID, r.STATUS,
+             (SELECT COUNT(*) FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text) WHERE j.result <> 'UNSATISFIED'), v_unmet
+        FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, satisfied, unsatisfied);
+END
+$fn$;
+-- @end admit_run
+
+-- @function queue_attempt
+-- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false
+-- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text
+-- @purpose Queue one attempt of a task in an IN-PROGRESS run, after its task gate. The task's active dependencies
+--   on tasks of other pipelines are judged like admit_run's (pipeline edges are admit_run's) and recorded in
+--   AUD_GATE_DECISIONS (TASK_DEPENDENCY_ID set). When none is UNSATISFIED: the task run is created IN-PROGRESS or
+--   moved back to IN-PROGRESS (a FAILED, SKIPPED or CANCELLED one; a SUCCESS one only with rerun), ATTEMPT_COUNT + 1,
+--   and the attempt is inserted QUEUED with ATTEMPT_NUMBER = ATTEMPT_COUNT, NOT_BEFORE, POOL (the task's POOL
+--   parameter, else the project's DEFAULT_POOL), SLOT_KIND (ingestion for PYTHON tasks, else warehouse), PRIORITY
+--   (the pipeline's) and REQUESTED_BY the actor; the decisions name the attempt. When a dependency is unmet nothing
+--   is queued: outcome UNSATISFIED, the decisions have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and
+--   reason lists the unmet dependencies. bypass_reason records every dependency BYPASSED. A task is queued once
+--   (B1): a live attempt refuses the call.
+-- @transition TASK_RUN (none), FAILED, SKIPPED, CANCELLED or SUCCESS (rerun) -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), so callers queuing tasks of one run take turns; the unique
+--   index ux_attempt_live backs it. SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC020 the run is not
+--   IN-PROGRESS or is being cancelled, the task already has a live attempt, or its task run is IN-PROGRESS without
+--   one; EC023 the pipeline is paused, or the task already succeeded in this run and rerun is false
+CREATE OR REPLACE FUNCTION etl_craft.queue_attempt(
+  p_run_id bigint,
+  p_task_id bigint,
+  p_not_before timestamptz DEFAULT NULL,
+  p_bypass_reason text DEFAULT NULL,
+  p_rerun boolean DEFAULT false,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, task_run_id bigint, attempt_number integer, outcome text, reason text)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_status text;
+  v_existing_task_run_id bigint;
+  v_task_run_status text;
+  v_judged jsonb;
+  v_unmet bigint;
+  v_unmet_reason text;
+  v_queued_task_run_id bigint;
+  v_attempt_number bigint;
+  v_attempt_id bigint;
+BEGIN
+  -- PostgreSQL: callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE, one writer).
+  SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected IN-PROGRESS; only a run in progress queues tasks: admit a queued run first, or reopen an ended one with etl-craft reopen')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'IN-PROGRESS';
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is IN-PROGRESS but being cancelled (requested at ' || COALESCE(to_char(r.CANCEL_REQUESTED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected no cancel request; a cancelled run queues no task: finalize it, then start a new run')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.CANCEL_REQUESTED_AT IS NOT NULL;
+  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no task: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+    JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
+   WHERE r.PIPELINE_RUN_ID = p_run_id;
+  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ' (run ' || r.PIPELINE_RUN_ID || '); list its tasks with etl-craft list --pipeline_code ' || p.PIPELINE_CODE)
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
+                      WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y');
+  SELECT tr.TASK_RUN_ID, tr.STATUS INTO v_existing_task_run_id, v_task_run_status
+    FROM etl_craft.AUD_TASK_RUN_LOG tr WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id;
+  PERFORM etl_craft._fail('EC020', 'task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') already has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || COALESCE(' by ' || a.OWNER_ID, '') || ', queued at ' || COALESCE(to_char(a.QUEUED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', expected no live attempt; a task is queued once: wait for that attempt to end, or cancel it')
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+   WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING');
+  PERFORM etl_craft._fail('EC020', 'task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') is IN-PROGRESS without a live attempt, expected FAILED, SKIPPED or CANCELLED; run etl-craft reconcile, or mark the task, before queuing it again')
+    FROM etl_craft.AUD_TASK_RUN_LOG tr JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+   WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND tr.STATUS = 'IN-PROGRESS';
+  PERFORM etl_craft._fail('EC023', 'task ' || t.TASK_CODE || ' already succeeded in run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ', ended ' || COALESCE(to_char(tr.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); pass rerun to run it again')
+    FROM etl_craft.AUD_TASK_RUN_LOG tr JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+   WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND tr.STATUS = 'SUCCESS'
+     AND COALESCE(CAST(p_rerun AS text), 'NULL') NOT IN ('true', 'Y');
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason) ORDER BY j.dependency_id), '[]'::jsonb)
+    INTO v_judged
+    FROM (
+      SELECT g.dependency_id,
+             CASE WHEN g.verdict = 'BYPASS' THEN 'BYPASSED' WHEN g.verdict = 'OK' THEN 'SATISFIED' ELSE 'UNSATISFIED' END
+               AS result,
+             CASE WHEN g.verdict = 'OK' THEN g.cand_run_id END AS selected_run_id,
+             CASE WHEN g.verdict = 'OK' THEN g.cand_task_run_id END AS selected_task_run_id,
+             CASE WHEN g.verdict = 'OK' THEN g.cand_revision END AS selected_revision,
+             CASE g.verdict
+               WHEN 'BYPASS' THEN 'bypassed (' || g.dependency_type || ' dependency on ' || g.upstream || '): ' || p_bypass_reason
+               WHEN 'BACKFILL_FAILURE' THEN 'backfills don''t evaluate FAILURE dependencies on other pipelines (FAILURE dependency on ' || g.upstream || ')'
+               WHEN 'NONE' THEN g.upstream || ' has no '
+                 || CASE g.dependency_type WHEN 'SUCCESS' THEN 'SUCCESS' WHEN 'FAILURE' THEN 'FAILED'
+                                           WHEN 'HAS_DATA' THEN 'SUCCESS (with rows written)' ELSE 'ended' END
+                 || ' task run that is not a backfill (' || g.dependency_type || ' dependency)'
+               WHEN 'CONSUMED' THEN g.upstream || ' run ' || g.cand_run_id || ' revision ' || g.cand_revision
+                 || ' was already consumed by run ' || g.consumer_run_id || ' at ' || COALESCE(to_char(g.consumed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+                 || CASE WHEN g.consume_repairs = 'Y' THEN '; a newer run or a repair of it satisfies this dependency again'
+                         ELSE '; a newer run satisfies this dependency again (CONSUME_REPAIRS = N: repairs are not consumed)' END
+               ELSE g.upstream || ' task run ' || g.cand_task_run_id || ' in' || ' run ' || g.cand_run_id || ' revision ' || g.cand_revision
+                 || ' ended ' || g.cand_status || ' at ' || COALESCE(to_char(g.cand_end AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+                 || CASE WHEN g.dependency_type = 'HAS_DATA' THEN ' with ' || g.cand_rows || ' rows written' ELSE '' END
+             END AS reason
+        FROM (
+          SELECT e.*,
+                 CASE WHEN p_bypass_reason IS NOT NULL THEN 'BYPASS'
+                      WHEN e.backfill = 'Y' AND e.dependency_type = 'FAILURE' THEN 'BACKFILL_FAILURE'
+                      WHEN e.cand_run_id IS NULL THEN 'NONE'
+                      WHEN e.consumer_run_id IS NOT NULL THEN 'CONSUMED'
+                      ELSE 'OK' END AS verdict
+            FROM (
+              SELECT dep.TASK_DEPENDENCY_ID AS dependency_id, dep.DEPENDENCY_TYPE AS dependency_type,
+                     dep.CONSUME_REPAIRS AS consume_repairs, up.PIPELINE_CODE || '.' || ut.TASK_CODE AS upstream,
+                     CASE WHEN d.TRIGGER_KIND = 'BACKFILL' THEN 'Y' ELSE 'N' END AS backfill,
+                     c.PIPELINE_RUN_ID AS cand_run_id, ct.TASK_RUN_ID AS cand_task_run_id, c.OUTPUT_REVISION AS cand_revision,
+                     ct.STATUS AS cand_status, ct.END_DATE AS cand_end, ct.ROWS_WRITTEN AS cand_rows,
+                     k.PIPELINE_RUN_ID AS consumer_run_id, k.CONSUMED_AT AS consumed_at
+                FROM etl_craft.CFG_TASK_DEPENDENCY dep
+                JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
+                JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
+                JOIN etl_craft.CFG_PIPELINES up ON up.PIPELINE_ID = ut.PIPELINE_ID
+                JOIN etl_craft.AUD_PIPELINES_RUN_LOG d ON d.PIPELINE_RUN_ID = p_run_id
+                LEFT JOIN etl_craft.AUD_TASK_RUN_LOG ct ON ct.TASK_RUN_ID = (
+                  SELECT t.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG u ON u.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
+                   WHERE t.TASK_ID = dep.DEPENDS_ON_TASK_ID AND u.TRIGGER_KIND <> 'BACKFILL'
+                     AND ((dep.DEPENDENCY_TYPE = 'SUCCESS' AND t.STATUS = 'SUCCESS')
+                       OR (dep.DEPENDENCY_TYPE = 'FAILURE' AND t.STATUS = 'FAILED')
+                       OR (dep.DEPENDENCY_TYPE = 'HAS_DATA' AND t.STATUS = 'SUCCESS' AND t.ROWS_WRITTEN > 0)
+                       OR (dep.DEPENDENCY_TYPE = 'ALWAYS' AND t.STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')))
+                   ORDER BY t.END_DATE DESC NULLS LAST, t.TASK_RUN_ID DESC LIMIT 1)
+                LEFT JOIN etl_craft.AUD_PIPELINES_RUN_LOG c ON c.PIPELINE_RUN_ID = ct.PIPELINE_RUN_ID
+                LEFT JOIN etl_craft.AUD_DEPENDENCY_CONSUMPTION k ON k.CONSUMPTION_ID = (
+                  SELECT x.CONSUMPTION_ID FROM etl_craft.AUD_DEPENDENCY_CONSUMPTION x JOIN etl_craft.AUD_PIPELINES_RUN_LOG xr ON xr.PIPELINE_RUN_ID = x.PIPELINE_RUN_ID
+                   WHERE x.TASK_DEPENDENCY_ID = dep.TASK_DEPENDENCY_ID AND x.CONSUMED_PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+                     AND (dep.CONSUME_REPAIRS = 'N' OR x.CONSUMED_REVISION = c.OUTPUT_REVISION)
+                     AND xr.PIPELINE_RUN_ID <> d.PIPELINE_RUN_ID AND xr.TRIGGER_KIND <> 'BACKFILL' AND d.TRIGGER_KIND <> 'BACKFILL'
+                   ORDER BY x.CONSUMPTION_ID DESC LIMIT 1)
+               WHERE dep.TASK_ID = p_task_id AND dep.ACTIVE_FLAG = 'Y'
+            ) e
+        ) g
+       ORDER BY g.dependency_id
+    ) j;
+  SELECT COUNT(*), string_agg(j.reason, '; ') INTO v_unmet, v_unmet_reason
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text) WHERE j.result = 'UNSATISFIED';
+  INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT, START_DATE)
+  SELECT p_run_id, p_task_id, 'IN-PROGRESS', 0, v_now
+   WHERE v_unmet = 0 AND v_existing_task_run_id IS NULL;
+  -- Compare-and-set on the status read above: a new task run is IN-PROGRESS with no attempt yet.
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', ATTEMPT_COUNT = ATTEMPT_COUNT + 1, START_DATE = v_now, END_DATE = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id AND v_unmet = 0
+     AND STATUS = COALESCE(v_task_run_status, 'IN-PROGRESS')
+  RETURNING TASK_RUN_ID, ATTEMPT_COUNT INTO v_queued_task_run_id, v_attempt_number;
+  PERFORM etl_craft._fail('EC020', 'task run ' || tr.TASK_RUN_ID || ' is ' || tr.STATUS || ', expected ' || COALESCE(CAST(v_task_run_status AS text), 'NULL') || '; someone else changed it: read its status again')
+    FROM etl_craft.AUD_TASK_RUN_LOG tr
+   WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id
+     AND v_unmet = 0 AND v_queued_task_run_id IS NULL;
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND)
+  SELECT v_queued_task_run_id, v_attempt_number, 'QUEUED',
+         COALESCE((SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                    WHERE tp.TASK_ID = t.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'POOL' AND tp.ACTIVE_FLAG = 'Y'),
+                  pr.DEFAULT_POOL),
+         CASE WHEN t.HANDLER = 'PYTHON' THEN 'ingestion' ELSE 'warehouse' END,
+         p.PRIORITY, p_not_before, v_now, etl_craft._actor(), etl_craft._actor_kind()
+    FROM etl_craft.CFG_TASKS t JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = t.PIPELINE_ID
+    JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+   WHERE t.TASK_ID = p_task_id AND v_queued_task_run_id IS NOT NULL
+  RETURNING ATTEMPT_ID INTO v_attempt_id;
+  INSERT INTO etl_craft.AUD_GATE_DECISIONS
+    (PIPELINE_RUN_ID, TASK_RUN_ID, ATTEMPT_ID, PIPELINE_DEPENDENCY_ID, TASK_DEPENDENCY_ID, SELECTED_PIPELINE_RUN_ID,
+     SELECTED_TASK_RUN_ID, SELECTED_REVISION, RESULT, REASON, DECIDED_AT, DECIDED_BY, DECIDED_BY_KIND)
+  SELECT p_run_id, COALESCE(v_queued_task_run_id, v_existing_task_run_id), v_attempt_id,
+         NULL, j.dependency_id,
+         j.selected_run_id, j.selected_task_run_id, j.selected_revision, j.result, j.reason,
+         v_now, etl_craft._actor(), etl_craft._actor_kind()
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text)
+   ORDER BY j.dependency_id;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.attempt_number::integer, q.outcome::text, q.reason::text
+    FROM (
+      SELECT a.ATTEMPT_ID, COALESCE(v_queued_task_run_id, v_existing_task_run_id), a.ATTEMPT_NUMBER,
+             CASE WHEN a.ATTEMPT_ID IS NULL THEN 'UNSATISFIED' ELSE 'QUEUED' END,
+             CASE WHEN a.ATTEMPT_ID IS NULL THEN 'dependencies not met: ' || v_unmet_reason
+                  ELSE 'queued attempt ' || a.ATTEMPT_NUMBER || ' of task run ' || a.TASK_RUN_ID || ' in pool ' || a.POOL
+                       || ' (' || a.SLOT_KIND || ' slot, priority ' || a.PRIORITY || ')' END
+        FROM (SELECT 1 AS one) x LEFT JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.ATTEMPT_ID = v_attempt_id
+    ) AS q(attempt_id, task_run_id, attempt_number, outcome, reason);
+END
+$fn$;
+-- @end queue_attempt

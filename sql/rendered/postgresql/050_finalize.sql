@@ -1,0 +1,126 @@
+-- 050_finalize: ending a run from its task runs, with its SLA and its consumption, in one transaction (B9).
+
+
+-- @function finalize_run
+-- @args run_id bigint, owner_id text = NULL
+-- @returns pipeline_run_id bigint, status text, sla_status text, output_revision int, consumed int
+-- @purpose End an IN-PROGRESS run from its task runs, in one transaction: status, SLA, revision and consumption
+--   are written together or not at all (B9). Refused while an attempt of the run is QUEUED, CLAIMED or RUNNING (B24),
+--   and while an active task of the pipeline has no settled task run (SUCCESS, FAILED, SKIPPED or CANCELLED) unless the
+--   run is being cancelled (B25). Status: CANCELLED when a cancel was requested; else from the task runs, leaving out
+--   EMAIL_ALERT tasks unless every task run is an alert's (alert failures do not fail the run): all SKIPPED ->
+--   SKIPPED (B30), any FAILED or CANCELLED -> FAILED, else SUCCESS. SLA_STATUS is decided once (B13): kept when set,
+--   else MET when the run ended within the pipeline's SLA_MINUTES of its START_DATE, BREACHED otherwise, NULL without
+--   SLA_MINUTES. A repair (REPAIR_PENDING) that ends SUCCESS publishes OUTPUT_REVISION + 1 and clears it; a failed
+--   repair keeps it. On SUCCESS, the latest SATISFIED pipeline decision of each dependency of the run is consumed
+--   (AUD_DEPENDENCY_CONSUMPTION), never re-judged (B62); consumed counts the rows written. END_DATE is now, ENDED_BY
+--   the actor (SYSTEM when the engine finalizes); owner and lease are cleared. With owner_id, a run supervised by
+--   another owner whose lease is live is refused.
+-- @transition RUN IN-PROGRESS -> SUCCESS, FAILED, SKIPPED or CANCELLED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE: finalizing, queuing and cancelling one run take turns, while
+--   rows that only reference it are not held up). SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC021 no such run; EC020 the run is not IN-PROGRESS (it ended or was cancelled meanwhile: nothing is
+--   written, B32), or another owner's lease on it is live; EC023 an attempt of the run is live, or a task has not
+--   settled
+CREATE OR REPLACE FUNCTION etl_craft.finalize_run(
+  p_run_id bigint,
+  p_owner_id text DEFAULT NULL,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, sla_status text, output_revision integer, consumed integer)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_status text;
+  v_new_status text;
+  v_consumed bigint;
+BEGIN
+  -- PostgreSQL: lock the run row for this call (SQLite: BEGIN IMMEDIATE already admits one writer).
+  SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || COALESCE(' (ended ' || COALESCE(to_char(r.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || r.ENDED_BY || ')', '') || ', expected IN-PROGRESS; only a run in progress is finalized: read its status again')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'IN-PROGRESS';
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is supervised by ' || r.OWNER_ID || ' (lease until ' || COALESCE(to_char(r.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected ' || p_owner_id || '; its supervisor finalizes it: wait for it, or let its lease expire')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+   WHERE r.PIPELINE_RUN_ID = p_run_id AND p_owner_id IS NOT NULL AND r.OWNER_ID <> p_owner_id
+     AND r.LEASE_EXPIRES_AT >= v_now;
+  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be finalized while ' || x.live || '; wait for them to end, cancel the run, or run etl-craft reconcile once their owners are gone')
+    FROM (SELECT string_agg(l.item, ', ') AS live
+            FROM (SELECT 'attempt ' || a.ATTEMPT_ID || ' of task ' || t.TASK_CODE || ' is ' || a.STATUS
+                         || COALESCE(' by ' || a.OWNER_ID || ' (lease until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')', '') AS item
+                    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+                    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+                   WHERE tr.PIPELINE_RUN_ID = p_run_id AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
+                   ORDER BY a.ATTEMPT_ID) l) x
+   WHERE x.live IS NOT NULL;
+  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be finalized: task(s) ' || x.unsettled || ' have not settled (SUCCESS, FAILED, SKIPPED or CANCELLED); resume the run to run them, skip them, or cancel the run')
+    FROM (SELECT string_agg(u.item, ', ') AS unsettled
+            FROM (SELECT t.TASK_CODE || ' (' || COALESCE(tr.STATUS, 'never ran') || ')' AS item
+                    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_TASKS t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
+                    LEFT JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND tr.TASK_ID = t.TASK_ID
+                   WHERE r.PIPELINE_RUN_ID = p_run_id AND r.CANCEL_REQUESTED_AT IS NULL
+                     AND (tr.STATUS IS NULL OR tr.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED'))
+                   ORDER BY t.TASK_CODE) u) x
+   WHERE x.unsettled IS NOT NULL;
+  -- The ending the task runs give; alert tasks count only when every task run is an alert's.
+  SELECT CASE WHEN r.CANCEL_REQUESTED_AT IS NOT NULL THEN 'CANCELLED'
+              WHEN s.counted > 0 AND s.skipped = s.counted THEN 'SKIPPED'
+              WHEN s.failed > 0 THEN 'FAILED'
+              ELSE 'SUCCESS' END INTO v_new_status
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r CROSS JOIN (
+      SELECT COUNT(*) AS counted,
+             COALESCE(SUM(CASE WHEN tr.STATUS = 'SKIPPED' THEN 1 ELSE 0 END), 0) AS skipped,
+             COALESCE(SUM(CASE WHEN tr.STATUS IN ('FAILED', 'CANCELLED') THEN 1 ELSE 0 END), 0) AS failed
+        FROM etl_craft.AUD_TASK_RUN_LOG tr JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+       WHERE tr.PIPELINE_RUN_ID = p_run_id
+         AND (t.HANDLER <> 'EMAIL_ALERT'
+              OR NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_RUN_LOG o JOIN etl_craft.CFG_TASKS ot ON ot.TASK_ID = o.TASK_ID
+                              WHERE o.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID AND ot.HANDLER <> 'EMAIL_ALERT'))
+    ) s
+   WHERE r.PIPELINE_RUN_ID = p_run_id;
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
+     SET STATUS = v_new_status, END_DATE = v_now,
+         ENDED_BY = etl_craft._actor(), ENDED_BY_KIND = etl_craft._actor_kind(), OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL,
+         SLA_STATUS = COALESCE(r.SLA_STATUS, (
+           SELECT CASE WHEN p.SLA_MINUTES IS NULL OR r.START_DATE IS NULL THEN NULL
+                       WHEN v_now <= (r.START_DATE + make_interval(secs => p.SLA_MINUTES * 60)) THEN 'MET'
+                       ELSE 'BREACHED' END
+             FROM etl_craft.CFG_PIPELINES p WHERE p.PIPELINE_ID = r.PIPELINE_ID)),
+         OUTPUT_REVISION = r.OUTPUT_REVISION
+           + CASE WHEN v_new_status = 'SUCCESS' AND r.REPAIR_PENDING = 'Y' THEN 1 ELSE 0 END,
+         REPAIR_PENDING = CASE WHEN v_new_status = 'SUCCESS' THEN 'N' ELSE r.REPAIR_PENDING END
+   WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
+     AND (p_owner_id IS NULL OR r.OWNER_ID IS NULL OR r.OWNER_ID = p_owner_id
+          OR r.LEASE_EXPIRES_AT < v_now);
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || COALESCE(' supervised by ' || r.OWNER_ID, '') || ', expected IN-PROGRESS' || COALESCE(' supervised by ' || p_owner_id || ' or unowned', '') || '; someone else changed it: read its status again')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  -- Consumption from the recorded decisions (B62): the latest pipeline decision of each dependency, when SATISFIED.
+  INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
+    (PIPELINE_RUN_ID, PIPELINE_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID, CONSUMED_REVISION, DECISION_ID, CONSUMED_AT)
+  SELECT g.PIPELINE_RUN_ID, g.PIPELINE_DEPENDENCY_ID, g.SELECTED_PIPELINE_RUN_ID, g.SELECTED_REVISION, g.DECISION_ID,
+         v_now
+    FROM etl_craft.AUD_GATE_DECISIONS g
+   WHERE g.PIPELINE_RUN_ID = p_run_id AND v_new_status = 'SUCCESS'
+     AND g.PIPELINE_DEPENDENCY_ID IS NOT NULL AND g.RESULT = 'SATISFIED'
+     AND g.DECISION_ID = (SELECT MAX(l.DECISION_ID) FROM etl_craft.AUD_GATE_DECISIONS l
+                           WHERE l.PIPELINE_RUN_ID = g.PIPELINE_RUN_ID AND l.PIPELINE_DEPENDENCY_ID = g.PIPELINE_DEPENDENCY_ID)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_DEPENDENCY_CONSUMPTION k
+                      WHERE k.PIPELINE_RUN_ID = g.PIPELINE_RUN_ID AND k.PIPELINE_DEPENDENCY_ID = g.PIPELINE_DEPENDENCY_ID
+                        AND k.TASK_DEPENDENCY_ID IS NULL AND k.CONSUMED_PIPELINE_RUN_ID = g.SELECTED_PIPELINE_RUN_ID
+                        AND k.CONSUMED_REVISION = g.SELECTED_REVISION)
+   ORDER BY g.PIPELINE_DEPENDENCY_ID;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  SELECT v_rows INTO v_consumed;
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.sla_status::text, q.output_revision::integer, q.consumed::integer
+    FROM (
+      SELECT r.PIPELINE_RUN_ID, r.STATUS, r.SLA_STATUS, r.OUTPUT_REVISION, v_consumed
+        FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, sla_status, output_revision, consumed);
+END
+$fn$;
+-- @end finalize_run

@@ -1,0 +1,35 @@
+-- 015_task_runs: the task runs of a run that no attempt decides: skipping a task, and an operator's mark.
+
+-- @function skip_task_run
+-- @args run_id bigint, task_id bigint, reason text, by_operator bool = false
+-- @returns task_run_id bigint, status text, created bool
+-- @purpose Record that a task will not run in this run: its task run is created SKIPPED (MESSAGE = reason,
+--   START_DATE = END_DATE = now) when it has none; one already SKIPPED is left as it is (created = false). Any
+--   other task run is refused: a skip never overwrites an outcome, so a FAILED task keeps its error (B28).
+--   by_operator = true (etl-craft run --skip) records a SKIP intervention for the task run, once, which tells an
+--   operator's skip from the engine's: ready_tasks never runs an operator-skipped task again.
+-- @transition TASK_RUN (none) -> SKIPPED
+-- @locks the run row (shared), then the task run's key (ux_task_run_per_run)
+-- @errors EC021 no such run, or the task is not of the run's pipeline; EC020 the run is not IN-PROGRESS, or the
+--   task run is in a status other than SKIPPED
+-- @end skip_task_run
+
+-- @function mark_task_run
+-- @args run_id bigint, task_id bigint, status text, reason text, rows_written bigint = NULL
+-- @returns task_run_id bigint, status text, run_status text
+-- @purpose An operator sets a task's outcome in a run: STATUS, END_DATE = now (START_DATE = now when it had
+--   none), MESSAGE, and ROWS_WRITTEN when rows_written is given (TARGET_COUNT is left as it is); the task run is
+--   created when there is none. Refused while a CLAIMED or RUNNING attempt of the task holds a live lease (B16). An
+--   attempt whose lease has expired is first marked LOST, its message and the task run's ERROR_MESSAGE reading
+--   "attempt N was lost: owner O stopped renewing its lease at T" (this replaces mark --stale); a QUEUED attempt
+--   is cancelled. A run that has ended is reopened first (REPAIR_PENDING when it was SUCCESS; recorded as REOPEN)
+--   and then waits for finalize_run to end it again. Recorded as a MARK intervention (FROM_STATUS NULL when the
+--   task run was created) with ROWS_WRITTEN and the reason.
+-- @transition TASK_RUN (none), IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED;
+--   ATTEMPT CLAIMED or RUNNING with an expired lease -> LOST; ATTEMPT QUEUED -> CANCELLED;
+--   RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS
+-- @locks the run row, then the task's live attempts, then its task run
+-- @errors EC021 no such run, or the task is not of the run's pipeline; EC023 the status is not SUCCESS, FAILED
+--   or SKIPPED, the run is QUEUED, an attempt of the task holds a live lease, or the run has ended and another run
+--   of the pipeline is QUEUED or IN-PROGRESS; EC020 the run or the task run changed meanwhile
+-- @end mark_task_run

@@ -1,0 +1,84 @@
+-- 020_attempts: an attempt's life after it was queued: claimed by an owner, started, and ended by its owner
+-- (SUCCESS, FAILED, TIMED_OUT, CANCELLED), by an operator's cancel, or LOST when its owner stopped renewing it.
+-- Every change is a compare-and-set on (ATTEMPT_ID, STATUS[, OWNER_ID]) and writes the task-run summary in the
+-- same transaction; a refused call changes nothing.
+
+-- @function claim_attempt
+-- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1
+-- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
+-- @purpose Claim up to max_attempts QUEUED attempts of pool whose SLOT_KIND is in slot_kinds (a comma list, such
+--   as 'ingestion,warehouse') for owner_id, with a lease of lease_seconds: highest PRIORITY first, then the oldest
+--   (QUEUED_AT, ATTEMPT_ID). Only attempts that are due (NOT_BEFORE NULL or past) and whose run is IN-PROGRESS with
+--   no cancel requested are claimed. Sets OWNER_ID, CLAIMED_AT, LEASE_EXPIRES_AT and HEARTBEAT_AT and returns the
+--   attempts claimed, in that order; none when nothing is ready (not an error).
+-- @transition ATTEMPT QUEUED -> CLAIMED
+-- @locks the claimed attempt rows. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claimers get disjoint
+--   attempts and never wait on each other (with several slot kinds, the best candidates of each kind are locked until
+--   the claim commits); SQLite: BEGIN IMMEDIATE admits one writer at a time
+-- @errors EC023 owner_id is empty, or max_attempts or lease_seconds is below 1
+-- @end claim_attempt
+
+-- @function start_attempt
+-- @args attempt_id bigint, owner_id text, host text, pid int, process_start text, lease_seconds int = 60
+-- @returns attempt_id bigint, status text, lease_expires_at timestamptz
+-- @purpose The owner of a CLAIMED attempt records that its process started: HOST, PID and PROCESS_START (the
+--   process's birth identity, which reconciliation checks), STARTED_AT, and a renewed lease. The task run's
+--   START_DATE is set if it has none.
+-- @transition ATTEMPT CLAIMED -> RUNNING
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED by owner_id (ended, lost, cancelled, already
+--   started, or claimed by another owner); EC023 lease_seconds is below 1
+-- @end start_attempt
+
+-- @function finish_attempt
+-- @args attempt_id bigint, owner_id text, status text, exit_code int = NULL, source_count bigint = NULL, insert_count bigint = NULL, update_count bigint = NULL, delete_count bigint = NULL, duplicate_count bigint = NULL, rows_written bigint = NULL, target_count bigint = NULL, error_message text = NULL, task_log text = NULL, log_path text = NULL, retryable text = NULL, offset_value text = NULL, offset_type text = NULL
+-- @returns attempt_id bigint, task_run_id bigint, status text, task_run_status text, attempt_count int
+-- @purpose The owner records how its attempt ended, SUCCESS or FAILED, in one transaction: the attempt (status,
+--   ENDED_AT, exit code, counts, messages, RETRYABLE; the lease is cleared), the task-run summary (its status read
+--   through state_machine.yaml, END_DATE, the same counts, ERROR_MESSAGE and TASK_LOG), and, only when the status is
+--   SUCCESS, the task's offset (AUD_TASK_OFFSETS, when offset_value is given; B6) and one AUD_DEPENDENCY_CONSUMPTION
+--   row per SATISFIED task-dependency gate decision recorded for this attempt (its SELECTED_ upstream run, task run
+--   and revision; a consumption already recorded is kept). A call from a process that no longer owns the attempt (a
+--   zombie: another owner, or the attempt ended or LOST) changes nothing at all (B8).
+-- @transition ATTEMPT CLAIMED or RUNNING -> SUCCESS or FAILED; TASK_RUN IN-PROGRESS -> SUCCESS or FAILED
+-- @locks the attempt row, then its task run, the task's offset row and the consumption keys
+-- @errors EC023 status is not SUCCESS or FAILED, retryable is not Y or N, or a SUCCESS offset has no valid
+--   offset_type; EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
+-- @end finish_attempt
+
+-- @function time_out_attempt
+-- @args attempt_id bigint, owner_id text, message text
+-- @returns attempt_id bigint, status text, task_run_status text
+-- @purpose The owner of a RUNNING attempt records that it stopped it at its time limit: the attempt ends
+--   TIMED_OUT with message as its ERROR_MESSAGE, and the task run reads FAILED with the same message.
+-- @transition ATTEMPT RUNNING -> TIMED_OUT; TASK_RUN IN-PROGRESS -> FAILED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not RUNNING by owner_id
+-- @end time_out_attempt
+
+-- @function cancel_attempt
+-- @args attempt_id bigint, reason text, owner_id text = NULL
+-- @returns attempt_id bigint, status text, cancel_requested_at timestamptz
+-- @purpose Cancel one attempt. Without owner_id (an operator, or the overseer): a QUEUED attempt ends CANCELLED
+--   at once and its task run reads CANCELLED; a CLAIMED or RUNNING one is only asked to stop (CANCEL_REQUESTED_AT,
+--   kept from the first request), which its owner acts on; either is recorded as a CANCEL intervention. With
+--   owner_id (the owner acknowledging a request, or stopping on its own): the CLAIMED or RUNNING attempt of that
+--   owner ends CANCELLED with CANCEL_ACKNOWLEDGED_AT, its lease cleared, and its task run reads CANCELLED.
+-- @transition ATTEMPT QUEUED -> CANCELLED (no owner_id); CLAIMED or RUNNING -> CANCELLED (owner_id);
+--   TASK_RUN IN-PROGRESS -> CANCELLED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt has ended, or (with owner_id) it is not CLAIMED or RUNNING by
+--   owner_id
+-- @end cancel_attempt
+
+-- @function lose_attempt
+-- @args attempt_id bigint, owner_id text, message text = NULL
+-- @returns attempt_id bigint, status text, task_run_status text
+-- @purpose Record that nobody knows how an attempt ended (its owner stopped renewing its lease): the attempt
+--   ends LOST and its task run reads FAILED, both with message, by default "attempt N was lost: owner O stopped
+--   renewing its lease at T". Fenced by the owner the caller saw, so an attempt claimed again or renewed since is
+--   left alone.
+-- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
+-- @end lose_attempt

@@ -1,0 +1,35 @@
+-- 030_leases: keeping leases alive (renew_lease, a supervisor's or worker's heartbeat) and ending what nobody
+-- renews any more (reconcile_expired: attempts whose lease expired are LOST, runs whose lease expired are released).
+
+-- @function renew_lease
+-- @args owner_id text, lease_seconds int = 60, run_id bigint = NULL, attempt_id bigint = NULL
+-- @returns kind text, id bigint, lease_expires_at timestamptz
+-- @purpose Extend leases held by owner_id to now + lease_seconds and stamp HEARTBEAT_AT. With run_id: that
+--   IN-PROGRESS run, which owner_id must supervise. With attempt_id: that CLAIMED or RUNNING attempt, which owner_id
+--   must own. Both may be given (a supervisor renewing its run and its attempt). With neither: every CLAIMED or
+--   RUNNING attempt of owner_id, in one statement (a worker's heartbeat; one row per attempt renewed, none when it
+--   holds none). A lease that has expired but was not reconciled yet is
+--   still the owner's and is renewed. Returns one row per lease renewed: kind 'run' or 'attempt', its id and its
+--   new expiry.
+-- @transition none (ownership)
+-- @locks the run row, the attempt row, or every live attempt row of owner_id
+-- @errors EC021 no such run or attempt; EC020 the run is not IN-PROGRESS under owner_id, or the attempt is not
+--   CLAIMED or RUNNING by owner_id (the caller has lost it and must stop working on it); EC023 lease_seconds is
+--   below 1
+-- @end renew_lease
+
+-- @function reconcile_expired
+-- @args grace_seconds int = 0, host text = NULL
+-- @returns attempt_id bigint, owner_id text, task_run_status text
+-- @purpose End what nobody renews any more. Every CLAIMED or RUNNING attempt whose lease expired more than
+--   grace_seconds ago becomes LOST and its task run FAILED, both with "attempt N was lost: owner O stopped renewing
+--   its lease at T". With host, only attempts whose HOST is host or unknown (NULL) are judged: the caller has
+--   checked its local processes, and judges other hosts' attempts with host NULL and a larger grace (two lease
+--   periods). Then every IN-PROGRESS run whose lease expired more than grace_seconds ago and that has no CLAIMED or
+--   RUNNING attempt left is released (OWNER_ID and LEASE_EXPIRES_AT NULL): it stays IN-PROGRESS and can be resumed.
+--   Returns the attempts it marked LOST.
+-- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED; RUN ownership released
+-- @locks the expired attempt rows (PostgreSQL: FOR UPDATE SKIP LOCKED, so an attempt being renewed or ended
+--   right now is left to the next pass), then their task runs, then the expired runs
+-- @errors EC023 grace_seconds is negative
+-- @end reconcile_expired

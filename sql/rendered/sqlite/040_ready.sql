@@ -1,0 +1,22 @@
+-- 040_ready: the ready set of a run: which tasks to run next and which can never run, from the run's own task
+-- runs and the pipeline's in-pipeline dependencies. Cross-pipeline edges are gates (045_gates), judged there.
+
+-- @function ready_tasks
+-- @args run_id bigint
+-- @returns task_id bigint, task_code text, decision text, reason text
+-- @purpose The run's ready set, ordered by task code: decision RUN for each task to queue now, SKIP for each
+--   task whose dependencies can never be met (the caller records it with skip_task_run). Reads only; writes nothing.
+--   Candidates are the pipeline's active tasks without a task run in this run, and those whose task run the engine
+--   skipped (an operator's skip, by skip_task_run(by_operator) or a mark to SKIPPED, stands). Only in-pipeline edges
+--   count (CFG_TASK_DEPENDENCY with both tasks active in this pipeline and ACTIVE_FLAG = 'Y'). An edge is settled
+--   when its upstream task run is SUCCESS, FAILED, SKIPPED or CANCELLED, and met by type: SUCCESS an upstream
+--   SUCCESS; FAILURE an upstream FAILED; HAS_DATA an upstream SUCCESS that wrote rows (ROWS_WRITTEN > 0, B42);
+--   ALWAYS any settled upstream. RUN_CONDITION ALL: RUN when every edge is met, SKIP once one settled edge is unmet.
+--   ANY: RUN once one edge is met, SKIP when every edge is settled and none is met. A task without edges is RUN.
+--   An engine-skipped task that now qualifies is RUN again (a rerun of its failed upstream makes it run: B25); one
+--   that still qualifies as SKIP is not returned again. Nothing is returned for a run that is not IN-PROGRESS, is
+--   being cancelled, or whose pipeline is paused.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run
+-- @end ready_tasks

@@ -1,0 +1,46 @@
+-- 045_gates: admission of queued runs (pipeline gates) and queuing of task attempts (task gates across pipelines).
+-- Both judge their dependencies with one gate judgement (judge_into) and record every judged dependency in
+-- AUD_GATE_DECISIONS in the transaction that admits the run or queues the attempt (B62: the choice is recorded
+-- when it is made and never rebuilt later; finalize_run consumes exactly what was recorded).
+
+
+-- @function admit_run
+-- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL
+-- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int
+-- @purpose Admit a QUEUED run through its pipeline gate. Every active pipeline dependency of its pipeline is
+--   judged (the latest ended, non-backfill upstream run whose status satisfies the edge and that no other run of the
+--   pipeline has consumed yet: the same revision with CONSUME_REPAIRS = 'Y', any revision with 'N'; backfills never feed
+--   gates, a backfill's FAILURE edges are unmet, and backfills neither consume for others nor wait on consumption) and
+--   recorded in
+--   AUD_GATE_DECISIONS, one row each (PIPELINE_DEPENDENCY_ID set, ATTEMPT_ID NULL). When none is UNSATISFIED the run
+--   becomes IN-PROGRESS (START_DATE now; OWNER_ID and a lease of lease_seconds when owner_id is given); else it stays
+--   QUEUED and the caller retries later or ends it SKIPPED with finish_run. bypass_reason (operator
+--   --ignore-dependencies) records every dependency BYPASSED with that reason. satisfied counts the SATISFIED and
+--   BYPASSED decisions of this call, unsatisfied the UNSATISFIED ones. Never changes another run (B23, B7).
+-- @transition RUN QUEUED -> IN-PROGRESS (or stays QUEUED when a dependency is unmet)
+-- @locks PostgreSQL: the pipeline row (FOR NO KEY UPDATE, so admissions of one pipeline take turns), then the
+--   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC021 no such run; EC020 the run is not QUEUED; EC023 the pipeline is paused, or another run of the
+--   pipeline is IN-PROGRESS
+-- @end admit_run
+
+-- @function queue_attempt
+-- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false
+-- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text
+-- @purpose Queue one attempt of a task in an IN-PROGRESS run, after its task gate. The task's active dependencies
+--   on tasks of other pipelines are judged like admit_run's (pipeline edges are admit_run's) and recorded in
+--   AUD_GATE_DECISIONS (TASK_DEPENDENCY_ID set). When none is UNSATISFIED: the task run is created IN-PROGRESS or
+--   moved back to IN-PROGRESS (a FAILED, SKIPPED or CANCELLED one; a SUCCESS one only with rerun), ATTEMPT_COUNT + 1,
+--   and the attempt is inserted QUEUED with ATTEMPT_NUMBER = ATTEMPT_COUNT, NOT_BEFORE, POOL (the task's POOL
+--   parameter, else the project's DEFAULT_POOL), SLOT_KIND (ingestion for PYTHON tasks, else warehouse), PRIORITY
+--   (the pipeline's) and REQUESTED_BY the actor; the decisions name the attempt. When a dependency is unmet nothing
+--   is queued: outcome UNSATISFIED, the decisions have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and
+--   reason lists the unmet dependencies. bypass_reason records every dependency BYPASSED. A task is queued once
+--   (B1): a live attempt refuses the call.
+-- @transition TASK_RUN (none), FAILED, SKIPPED, CANCELLED or SUCCESS (rerun) -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), so callers queuing tasks of one run take turns; the unique
+--   index ux_attempt_live backs it. SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC020 the run is not
+--   IN-PROGRESS or is being cancelled, the task already has a live attempt, or its task run is IN-PROGRESS without
+--   one; EC023 the pipeline is paused, or the task already succeeded in this run and rerun is false
+-- @end queue_attempt

@@ -1,0 +1,25 @@
+-- 050_finalize: ending a run from its task runs, with its SLA and its consumption, in one transaction (B9).
+
+
+-- @function finalize_run
+-- @args run_id bigint, owner_id text = NULL
+-- @returns pipeline_run_id bigint, status text, sla_status text, output_revision int, consumed int
+-- @purpose End an IN-PROGRESS run from its task runs, in one transaction: status, SLA, revision and consumption
+--   are written together or not at all (B9). Refused while an attempt of the run is QUEUED, CLAIMED or RUNNING (B24),
+--   and while an active task of the pipeline has no settled task run (SUCCESS, FAILED, SKIPPED or CANCELLED) unless the
+--   run is being cancelled (B25). Status: CANCELLED when a cancel was requested; else from the task runs, leaving out
+--   EMAIL_ALERT tasks unless every task run is an alert's (alert failures do not fail the run): all SKIPPED ->
+--   SKIPPED (B30), any FAILED or CANCELLED -> FAILED, else SUCCESS. SLA_STATUS is decided once (B13): kept when set,
+--   else MET when the run ended within the pipeline's SLA_MINUTES of its START_DATE, BREACHED otherwise, NULL without
+--   SLA_MINUTES. A repair (REPAIR_PENDING) that ends SUCCESS publishes OUTPUT_REVISION + 1 and clears it; a failed
+--   repair keeps it. On SUCCESS, the latest SATISFIED pipeline decision of each dependency of the run is consumed
+--   (AUD_DEPENDENCY_CONSUMPTION), never re-judged (B62); consumed counts the rows written. END_DATE is now, ENDED_BY
+--   the actor (SYSTEM when the engine finalizes); owner and lease are cleared. With owner_id, a run supervised by
+--   another owner whose lease is live is refused.
+-- @transition RUN IN-PROGRESS -> SUCCESS, FAILED, SKIPPED or CANCELLED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE: finalizing, queuing and cancelling one run take turns, while
+--   rows that only reference it are not held up). SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC021 no such run; EC020 the run is not IN-PROGRESS (it ended or was cancelled meanwhile: nothing is
+--   written, B32), or another owner's lease on it is live; EC023 an attempt of the run is live, or a task has not
+--   settled
+-- @end finalize_run
