@@ -24,7 +24,8 @@ CREATE OR REPLACE FUNCTION etl_craft.renew_lease(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (kind text, id bigint, lease_expires_at timestamptz)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -3,7 +3,7 @@
 -- (PIPELINE_ID, RUN_KEY), a second open pause, duplicate active codes, ...) while allowing what they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(149);
+SELECT plan(152);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -40,6 +40,7 @@ INSERT INTO expected_indexes VALUES
   ('aud_pipelines_run_log', 'ux_one_running_run', ARRAY['pipeline_id'], true,
    '((status)::text = ''IN-PROGRESS''::text)'),
   ('aud_gate_decisions', 'ix_gate_decisions_run', ARRAY['pipeline_run_id'], false, NULL),
+  ('aud_gate_decisions', 'ix_gate_decisions_attempt', ARRAY['attempt_id'], false, '(attempt_id IS NOT NULL)'),
   ('aud_dependency_consumption', 'ux_consumption_once',
    ARRAY['pipeline_run_id', 'COALESCE(pipeline_dependency_id, (0)::bigint)', 'COALESCE(task_dependency_id, (0)::bigint)',
          'consumed_pipeline_run_id', 'consumed_revision'], true, NULL),
@@ -57,9 +58,9 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 29 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 30 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 29: each index on its table, with its columns in order.
+-- 30: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
@@ -68,13 +69,13 @@ SELECT has_index('etl_craft', tbl, idx, cols::name[],
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
--- 27: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- 28: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
 -- reads ix_attempts_lease and ix_runs_lease, the claim reads ix_attempts_queue).
 SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 29: the partial ones have their WHERE clause, the others have none.
+-- 30: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,
