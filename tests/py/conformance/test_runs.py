@@ -6,7 +6,7 @@ import pytest
 
 from etlcraft.core.errors import NotFoundError, RefusedByPolicyError, StaleTransitionError
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.functions import call
+from etlcraft.engine.functions import call, call_in
 from tests.py.support.scenario import RUN_DATE, Project
 
 
@@ -99,3 +99,37 @@ def test_a_pipeline_runs_one_run_at_a_time(project: Project) -> None:
     queued = project.run("orders", key="schedule:next", status="QUEUED")
     assert project.rows("SELECT PIPELINE_RUN_ID, STATUS FROM {AUD_PIPELINES_RUN_LOG} ORDER BY PIPELINE_RUN_ID") == [
         (first, "IN-PROGRESS"), (queued, "QUEUED")]
+
+
+def test_b29_a_skipped_run_is_an_ended_run(project: Project) -> None:
+    """A SKIPPED run is ended like any other: it takes no owner, no attempt, and no mark of a live run."""
+    project.task("orders", "load")
+    run = project.run("orders", key="schedule:1", status="QUEUED")
+    call(project.db, "finish_run", run_id=run, from_status="QUEUED", status="SKIPPED", message="gate refused")
+    with pytest.raises(StaleTransitionError, match=f"run {run} is SKIPPED, expected IN-PROGRESS"):
+        call(project.db, "start_run", run_id=run, owner_id="host:1:a")
+    with pytest.raises(StaleTransitionError, match=f"run {run} is SKIPPED"):
+        call(project.db, "queue_attempt", run_id=run, task_id=project.tasks["load"])
+    with pytest.raises(StaleTransitionError, match=f"run {run} already ended SKIPPED"):
+        call(project.db, "cancel_run", run_id=run, reason="x")
+    assert project.rows("SELECT STATUS FROM {AUD_PIPELINES_RUN_LOG}") == [("SKIPPED",)]
+
+
+def test_b31_a_refused_rerun_leaves_the_ended_run_as_it_was(project: Project) -> None:
+    """Reopening and queueing a rerun happen in one transaction: when the queueing is refused, the run stays
+    ended, with no REOPEN recorded."""
+    project.task("orders", "load")
+    run = project.run("orders")
+    queued = call(project.db, "queue_attempt", run_id=run, task_id=project.tasks["load"])[0]
+    claimed = call(project.db, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id="w1")[0]
+    call(project.db, "finish_attempt", attempt_id=claimed.attempt_id, owner_id="w1", status="SUCCESS")
+    call(project.db, "finalize_run", run_id=run)
+    with pytest.raises(RefusedByPolicyError, match="already succeeded"), project.db.write() as conn:
+        call_in(project.db, conn, "reopen_run", run_id=run, reason="rerun load")
+        call_in(project.db, conn, "queue_attempt", run_id=run, task_id=project.tasks["load"])  # no rerun=True
+    assert queued.attempt_number == 1
+    assert project.rows("SELECT STATUS FROM {AUD_PIPELINES_RUN_LOG}") == [("SUCCESS",)]
+    assert project.rows("SELECT INTERVENTION FROM {AUD_RUN_INTERVENTIONS}") == []
+    with pytest.raises(RefusedByPolicyError, match="mark_task_run sets SUCCESS, FAILED or SKIPPED"):
+        call(project.db, "mark_task_run", run_id=run, task_id=project.tasks["load"], status="RUNNING", reason="x")
+    assert project.rows("SELECT STATUS FROM {AUD_PIPELINES_RUN_LOG}") == [("SUCCESS",)]
