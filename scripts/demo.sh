@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo: a throwaway project on the embedded default (SQLite Engine DB, DuckDB warehouse), its Engine DB
-# created, its example metadata migrated, and what that created shown.
+# created, its example metadata migrated and validated, and the pipeline it describes shown.
 set -euo pipefail
 
 if command -v etl-craft >/dev/null 2>&1; then
@@ -23,5 +23,11 @@ etl_craft migrate
 echo
 echo "== etl-craft doctor"
 etl_craft doctor
+echo
+echo "== etl-craft validate"
+etl_craft validate
+echo
+echo "== etl-craft show --pipeline_code customer_orders"
+etl_craft show --pipeline_code customer_orders
 echo
 echo "The demo project stays in $project; remove it with: rm -rf $workdir"
