@@ -57,8 +57,39 @@ class MigrationError(EtlCraftError):
     kind = "MIGRATION"
 
 
+class ScriptError(EtlCraftError):
+    """An ingestion script that cannot be loaded or whose result is refused; retrying the same script can't help."""
+
+    kind = "SCRIPT"
+    retryable = False
+
+
+class RunFailedError(EtlCraftError):
+    """The run (or task) a command ran ended FAILED or CANCELLED; the message says which tasks failed."""
+
+    kind = "RUN_FAILED"
+
+
+class IncompleteError(EtlCraftError):
+    """A command left a run unfinished; the message says why and how to resume it."""
+
+    kind = "INCOMPLETE"
+
+
+class WaitingError(EtlCraftError):
+    kind = "WAITING"
+
+
 class InjectedFaultError(EtlCraftError):
     kind = "INJECTED_FAULT"
+
+
+class SqlGuardError(EtlCraftError):
+    """A SQL task refused before its target was touched: the SELECT's rows or columns, the task's parameters or
+    the target's shape break a rule. Retrying cannot help; the message names the fix."""
+
+    kind = "SQL_GUARD"
+    retryable = False
 
 
 class EngineRuleError(EtlCraftError):

@@ -10,7 +10,18 @@
 -- @locks the ux_run_key entry of the key
 -- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, or an IN-PROGRESS run
 --   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run)
-CREATE OR REPLACE FUNCTION etl_craft.create_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'create_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.create_run(
   p_pipeline_id bigint,
   p_run_key text,
   p_run_date date,
@@ -68,7 +79,18 @@ $fn$;
 -- @transition none (ownership of an IN-PROGRESS run)
 -- @locks the run row
 -- @errors EC021 no such run; EC020 the run is not IN-PROGRESS; EC023 another owner's lease is live
-CREATE OR REPLACE FUNCTION etl_craft.start_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'start_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.start_run(
   p_run_id bigint,
   p_owner_id text,
   p_lease_seconds integer DEFAULT 60,
@@ -110,7 +132,18 @@ $fn$;
 -- @transition RUN QUEUED -> SKIPPED or CANCELLED
 -- @locks the run row
 -- @errors EC021 no such run; EC020 the run is no longer in from_status; EC023 the run has task runs
-CREATE OR REPLACE FUNCTION etl_craft.finish_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'finish_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.finish_run(
   p_run_id bigint,
   p_from_status text,
   p_status text,
@@ -153,7 +186,18 @@ $fn$;
 -- @transition RUN QUEUED or IN-PROGRESS -> CANCELLED; ATTEMPT QUEUED -> CANCELLED
 -- @locks the run row, then its attempts
 -- @errors EC021 no such run; EC020 the run has already ended
-CREATE OR REPLACE FUNCTION etl_craft.cancel_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'cancel_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.cancel_run(
   p_run_id bigint,
   p_reason text,
   p_actor text DEFAULT NULL,
@@ -214,7 +258,18 @@ $fn$;
 -- @transition RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS
 -- @locks the run row
 -- @errors EC021 no such run; EC020 the run has not ended; EC023 another run of the pipeline has not ended
-CREATE OR REPLACE FUNCTION etl_craft.reopen_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'reopen_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.reopen_run(
   p_run_id bigint,
   p_reason text,
   p_actor text DEFAULT NULL,
@@ -264,7 +319,18 @@ $fn$;
 -- @locks the run row, then its attempts
 -- @errors EC021 no such run; EC023 the status is not SUCCESS, FAILED or SKIPPED, the run is QUEUED, or an
 --   attempt of it is live
-CREATE OR REPLACE FUNCTION etl_craft.mark_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'mark_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.mark_run(
   p_run_id bigint,
   p_status text,
   p_reason text,

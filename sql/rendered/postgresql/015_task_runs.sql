@@ -12,7 +12,18 @@
 -- @locks the run row (shared), then the task run's key (ux_task_run_per_run)
 -- @errors EC021 no such run, or the task is not of the run's pipeline; EC020 the run is not IN-PROGRESS, or the
 --   task run is in a status other than SKIPPED
-CREATE OR REPLACE FUNCTION etl_craft.skip_task_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'skip_task_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.skip_task_run(
   p_run_id bigint,
   p_task_id bigint,
   p_reason text,
@@ -84,7 +95,18 @@ $fn$;
 -- @errors EC021 no such run, or the task is not of the run's pipeline; EC023 the status is not SUCCESS, FAILED
 --   or SKIPPED, the run is QUEUED, an attempt of the task holds a live lease, or the run has ended and another run
 --   of the pipeline is QUEUED or IN-PROGRESS; EC020 the run or the task run changed meanwhile
-CREATE OR REPLACE FUNCTION etl_craft.mark_task_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'mark_task_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.mark_task_run(
   p_run_id bigint,
   p_task_id bigint,
   p_status text,

@@ -4,24 +4,37 @@
 -- same transaction; a refused call changes nothing.
 
 -- @function claim_attempt
--- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1
+-- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
 -- @purpose Claim up to max_attempts QUEUED attempts of pool whose SLOT_KIND is in slot_kinds (a comma list, such
 --   as 'ingestion,warehouse') for owner_id, with a lease of lease_seconds: highest PRIORITY first, then the oldest
 --   (QUEUED_AT, ATTEMPT_ID). Only attempts that are due (NOT_BEFORE NULL or past) and whose run is IN-PROGRESS with
---   no cancel requested are claimed. Sets OWNER_ID, CLAIMED_AT, LEASE_EXPIRES_AT and HEARTBEAT_AT and returns the
---   attempts claimed, in that order; none when nothing is ready (not an error).
+--   no cancel requested are claimed; with run_id, only attempts of that run (an `etl-craft run` supervising one run).
+--   Sets OWNER_ID, CLAIMED_AT, LEASE_EXPIRES_AT and HEARTBEAT_AT and returns the attempts claimed, in that order;
+--   none when nothing is ready (not an error).
 -- @transition ATTEMPT QUEUED -> CLAIMED
 -- @locks the claimed attempt rows. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claimers get disjoint
 --   attempts and never wait on each other (with several slot kinds, the best candidates of each kind are locked until
 --   the claim commits); SQLite: BEGIN IMMEDIATE admits one writer at a time
 -- @errors EC023 owner_id is empty, or max_attempts or lease_seconds is below 1
-CREATE OR REPLACE FUNCTION etl_craft.claim_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'claim_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.claim_attempt(
   p_pool text,
   p_slot_kinds text,
   p_owner_id text,
   p_lease_seconds integer DEFAULT 60,
   p_max_attempts integer DEFAULT 1,
+  p_run_id bigint DEFAULT NULL,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number integer, lease_expires_at timestamptz)
@@ -47,6 +60,7 @@ BEGIN
                        AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
                        AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
                        AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                                   AND (p_run_id IS NULL OR r.PIPELINE_RUN_ID = p_run_id)
                               FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
                              WHERE t.TASK_RUN_ID = a.TASK_RUN_ID)
                      ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
@@ -61,6 +75,7 @@ BEGIN
                        AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
                        AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
                        AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                                   AND (p_run_id IS NULL OR r.PIPELINE_RUN_ID = p_run_id)
                               FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
                              WHERE t.TASK_RUN_ID = a.TASK_RUN_ID)
                      ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
@@ -96,7 +111,18 @@ $fn$;
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED by owner_id (ended, lost, cancelled, already
 --   started, or claimed by another owner); EC023 lease_seconds is below 1
-CREATE OR REPLACE FUNCTION etl_craft.start_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'start_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.start_attempt(
   p_attempt_id bigint,
   p_owner_id text,
   p_host text,
@@ -152,7 +178,18 @@ $fn$;
 -- @locks the attempt row, then its task run, the task's offset row and the consumption keys
 -- @errors EC023 status is not SUCCESS or FAILED, retryable is not Y or N, or a SUCCESS offset has no valid
 --   offset_type; EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
-CREATE OR REPLACE FUNCTION etl_craft.finish_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'finish_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.finish_attempt(
   p_attempt_id bigint,
   p_owner_id text,
   p_status text,
@@ -255,7 +292,18 @@ $fn$;
 -- @transition ATTEMPT RUNNING -> TIMED_OUT; TASK_RUN IN-PROGRESS -> FAILED
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not RUNNING by owner_id
-CREATE OR REPLACE FUNCTION etl_craft.time_out_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'time_out_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.time_out_attempt(
   p_attempt_id bigint,
   p_owner_id text,
   p_message text,
@@ -307,7 +355,18 @@ $fn$;
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt has ended, or (with owner_id) it is not CLAIMED or RUNNING by
 --   owner_id
-CREATE OR REPLACE FUNCTION etl_craft.cancel_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'cancel_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.cancel_attempt(
   p_attempt_id bigint,
   p_reason text,
   p_owner_id text DEFAULT NULL,
@@ -372,7 +431,18 @@ $fn$;
 -- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
-CREATE OR REPLACE FUNCTION etl_craft.lose_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'lose_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.lose_attempt(
   p_attempt_id bigint,
   p_owner_id text,
   p_message text DEFAULT NULL,

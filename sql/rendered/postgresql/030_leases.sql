@@ -16,7 +16,18 @@
 -- @errors EC021 no such run or attempt; EC020 the run is not IN-PROGRESS under owner_id, or the attempt is not
 --   CLAIMED or RUNNING by owner_id (the caller has lost it and must stop working on it); EC023 lease_seconds is
 --   below 1
-CREATE OR REPLACE FUNCTION etl_craft.renew_lease(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'renew_lease' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.renew_lease(
   p_owner_id text,
   p_lease_seconds integer DEFAULT 60,
   p_run_id bigint DEFAULT NULL,
@@ -85,7 +96,18 @@ $fn$;
 -- @locks the expired attempt rows (PostgreSQL: FOR UPDATE SKIP LOCKED, so an attempt being renewed or ended
 --   right now is left to the next pass), then their task runs, then the expired runs
 -- @errors EC023 grace_seconds is negative
-CREATE OR REPLACE FUNCTION etl_craft.reconcile_expired(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'reconcile_expired' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.reconcile_expired(
   p_grace_seconds integer DEFAULT 0,
   p_host text DEFAULT NULL,
   p_actor text DEFAULT NULL,

@@ -19,7 +19,18 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
-CREATE OR REPLACE FUNCTION etl_craft.ready_tasks(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'ready_tasks' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.ready_tasks(
   p_run_id bigint,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL

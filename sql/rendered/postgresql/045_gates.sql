@@ -22,7 +22,18 @@
 --   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
 -- @errors EC021 no such run; EC020 the run is not QUEUED; EC023 the pipeline is paused, or another run of the
 --   pipeline is IN-PROGRESS
-CREATE OR REPLACE FUNCTION etl_craft.admit_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'admit_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.admit_run(
   p_run_id bigint,
   p_owner_id text DEFAULT NULL,
   p_lease_seconds integer DEFAULT 60,
@@ -167,7 +178,18 @@ $fn$;
 -- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC020 the run is not
 --   IN-PROGRESS or is being cancelled, the task already has a live attempt, or its task run is IN-PROGRESS without
 --   one; EC023 the pipeline is paused, or the task already succeeded in this run and rerun is false
-CREATE OR REPLACE FUNCTION etl_craft.queue_attempt(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'queue_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.queue_attempt(
   p_run_id bigint,
   p_task_id bigint,
   p_not_before timestamptz DEFAULT NULL,

@@ -22,7 +22,18 @@
 -- @errors EC021 no such run; EC020 the run is not IN-PROGRESS (it ended or was cancelled meanwhile: nothing is
 --   written, B32), or another owner's lease on it is live; EC023 an attempt of the run is live, or a task has not
 --   settled
-CREATE OR REPLACE FUNCTION etl_craft.finalize_run(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'finalize_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.finalize_run(
   p_run_id bigint,
   p_owner_id text DEFAULT NULL,
   p_actor text DEFAULT NULL,

@@ -10,7 +10,18 @@
 -- @transition PAUSE (none) -> open (RESUMED_AT NULL)
 -- @locks the ux_one_open_pause entry of the pipeline (one open pause per pipeline)
 -- @errors EC021 no such pipeline; EC023 the pipeline is already paused
-CREATE OR REPLACE FUNCTION etl_craft.pause_pipeline(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'pause_pipeline' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.pause_pipeline(
   p_pipeline_id bigint,
   p_reason text,
   p_actor text DEFAULT NULL,
@@ -53,7 +64,18 @@ $fn$;
 -- @transition PAUSE open -> closed (RESUMED_AT set)
 -- @locks the open pause row of the pipeline
 -- @errors EC021 no such pipeline; EC023 the pipeline is not paused
-CREATE OR REPLACE FUNCTION etl_craft.resume_pipeline(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'resume_pipeline' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.resume_pipeline(
   p_pipeline_id bigint,
   p_reason text,
   p_actor text DEFAULT NULL,
@@ -97,7 +119,18 @@ $fn$;
 -- @transition none (appends an AUD_ACTIONS row)
 -- @locks none
 -- @errors none of its own; arguments that are not JSON are refused by the database
-CREATE OR REPLACE FUNCTION etl_craft.record_action(
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'record_action' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.record_action(
   p_command text,
   p_arguments text,
   p_pipeline_id bigint DEFAULT NULL,

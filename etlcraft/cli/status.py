@@ -1,0 +1,79 @@
+"""etl-craft status, history and logs: what a run did, read from the Engine DB."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from etlcraft.cli.context import CliContext
+from etlcraft.cli.output import document, emit, format_option
+from etlcraft.services.runs import attempt_log
+from etlcraft.services.status import RunStatus, run_history, run_status
+
+_MARKS = {"SUCCESS": "+", "FAILED": "x", "SKIPPED": "-", "CANCELLED": "/", "IN-PROGRESS": ">", "NOT RUN": "."}
+
+
+@click.command("status")
+@click.option("--pipeline_code", "pipeline_code", required=True, metavar="P")
+@click.option("--run-id", type=int, help="The run to show (default: the pipeline's one active run).")
+@format_option
+@click.pass_obj
+def status(ctx: CliContext, pipeline_code: str, run_id: int | None, output_format: str) -> None:
+    """Show a run: its identity and status, then one line per task (status, attempts, rows written, duration
+    and the first line of its error or reason)."""
+    view = run_status(ctx.existing_engine_db(), pipeline_code, run_id)
+    emit(output_format, _status_document(view), lambda: _status_text(view))
+
+
+def _status_document(view: RunStatus) -> dict[str, Any]:
+    return document("run-status", 1, {"run": view.run, "tasks": [t.__dict__ for t in view.tasks]})
+
+
+def _status_text(view: RunStatus) -> str:
+    run = view.run
+    lines = [f"run {run['pipeline_run_id']} of {run['pipeline_code']} ({run['run_key']}, {run['trigger_kind']}, "
+             f"run date {run['run_date']}): {run['status']}",
+             f"  started {run['start_date']} by {run['started_by']}"
+             + (f", ended {run['end_date']} by {run['ended_by']}" if run["end_date"] else ""),
+             f"  tasks: {''.join(_MARKS.get(t.status, '?') for t in view.tasks)}   "
+             "(+ success, x failed, - skipped, / cancelled, > running, . not run)"]
+    for task in view.tasks:
+        detail = f"{task.attempts} attempt(s)"
+        if task.rows_written is not None:
+            detail += f", {task.rows_written} rows written"
+        if task.seconds is not None:
+            detail += f", {task.seconds:.1f}s"
+        if task.attempt_id:
+            detail += f", attempt {task.attempt_id}"
+        lines.append(f"  {task.task_code:<24} {task.status:<12} {detail}" + (f"  {task.note}" if task.note else ""))
+    return "\n".join(lines)
+
+
+@click.command("history")
+@click.option("--pipeline_code", "pipeline_code", required=True, metavar="P")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@format_option
+@click.pass_obj
+def history(ctx: CliContext, pipeline_code: str, limit: int, output_format: str) -> None:
+    """List the pipeline's runs, newest first, with their ids, keys, statuses and who started and ended them."""
+    runs = run_history(ctx.existing_engine_db(), pipeline_code, limit)
+
+    def text() -> str:
+        lines = [f"{'RUN':>6}  {'STATUS':<12} {'RUN DATE':<10}  {'KEY':<44} STARTED BY"]
+        for r in runs:
+            lines.append(f"{r['pipeline_run_id']:>6}  {r['status']:<12} {r['run_date']!s:<10}  {r['run_key']:<44} "
+                         f"{r['started_by']}" + (f"  ({r['failed_tasks']} failed)" if r["failed_tasks"] else ""))
+        return "\n".join(lines)
+
+    emit(output_format, document("run-history", 1, {"pipeline_code": pipeline_code, "runs": runs}), text)
+
+
+@click.command("logs")
+@click.option("--attempt-id", type=int, required=True)
+@format_option
+@click.pass_obj
+def logs(ctx: CliContext, attempt_id: int, output_format: str) -> None:
+    """Print what an attempt's task process printed (its log file, or the tail kept in the Engine DB)."""
+    row, text = attempt_log(ctx.existing_engine_db(), attempt_id)
+    emit(output_format, document("attempt-log", 1, {"attempt": row, "log": text}), lambda: text.rstrip("\n"))

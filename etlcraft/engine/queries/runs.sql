@@ -1,0 +1,88 @@
+-- Reads of runs, task runs and attempts for the task process, `etl-craft run`, status, history and logs.
+-- {TABLE} names are qualified for the Engine DB's dialect by etlcraft.engine.queries; binds are :name.
+
+-- name: pipeline_by_code :many
+SELECT p.PIPELINE_ID, p.PIPELINE_CODE, p.MAX_PARALLEL_TASKS, pr.PROJECT_CODE, pr.DEFAULT_POOL, pr.TIMEZONE
+  FROM {CFG_PIPELINES} p
+  JOIN {CFG_PROJECTS} pr ON pr.PROJECT_ID = p.PROJECT_ID
+ WHERE p.PIPELINE_CODE = :code AND p.ACTIVE_FLAG = 'Y' AND pr.ACTIVE_FLAG = 'Y';
+
+-- name: active_runs :many
+SELECT PIPELINE_RUN_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, OWNER_ID, LEASE_EXPIRES_AT, START_DATE
+  FROM {AUD_PIPELINES_RUN_LOG}
+ WHERE PIPELINE_ID = :pipeline_id AND STATUS IN ('QUEUED', 'IN-PROGRESS')
+ ORDER BY PIPELINE_RUN_ID;
+
+-- name: run_by_key :one
+SELECT PIPELINE_RUN_ID, RUN_KEY, STATUS FROM {AUD_PIPELINES_RUN_LOG}
+ WHERE PIPELINE_ID = :pipeline_id AND RUN_KEY = :run_key;
+
+-- name: run_header :one
+SELECT r.PIPELINE_RUN_ID, p.PIPELINE_CODE, r.RUN_KEY, r.TRIGGER_KIND, r.RUN_DATE, r.STATUS, r.QUEUED_AT,
+       r.START_DATE, r.END_DATE, r.OWNER_ID, r.LEASE_EXPIRES_AT, r.OUTPUT_REVISION, r.SLA_STATUS, r.STARTED_BY,
+       r.ENDED_BY, r.MESSAGE, r.PIPELINE_ID
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+ WHERE r.PIPELINE_RUN_ID = :run_id;
+
+-- name: run_task_rows :many
+-- Every active task of the run's pipeline with its task run in this run (if any) and its latest attempt.
+SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, tr.TASK_RUN_ID, tr.STATUS, tr.ATTEMPT_COUNT, tr.START_DATE, tr.END_DATE,
+       tr.ROWS_WRITTEN, tr.ERROR_MESSAGE, tr.MESSAGE, a.ATTEMPT_ID, a.STATUS AS ATTEMPT_STATUS, a.OWNER_ID,
+       a.LOG_PATH
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_TASKS} t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
+  LEFT JOIN {AUD_TASK_RUN_LOG} tr ON tr.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND tr.TASK_ID = t.TASK_ID
+  LEFT JOIN {AUD_TASK_ATTEMPTS} a ON a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.ATTEMPT_NUMBER = tr.ATTEMPT_COUNT
+ WHERE r.PIPELINE_RUN_ID = :run_id
+ ORDER BY t.TASK_CODE;
+
+-- name: run_history :many
+SELECT r.PIPELINE_RUN_ID, r.RUN_KEY, r.TRIGGER_KIND, r.RUN_DATE, r.STATUS, r.START_DATE, r.END_DATE,
+       r.STARTED_BY, r.ENDED_BY, r.OUTPUT_REVISION, r.SLA_STATUS,
+       (SELECT COUNT(*) FROM {AUD_TASK_RUN_LOG} tr WHERE tr.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID
+           AND tr.STATUS = 'FAILED') AS FAILED_TASKS
+  FROM {AUD_PIPELINES_RUN_LOG} r
+ WHERE r.PIPELINE_ID = :pipeline_id
+ ORDER BY r.PIPELINE_RUN_ID DESC
+ LIMIT :limit;
+
+-- name: attempt_context :one
+-- Everything the task process needs to run one attempt.
+SELECT a.ATTEMPT_ID, a.ATTEMPT_NUMBER, a.STATUS, a.OWNER_ID, tr.TASK_RUN_ID, tr.PIPELINE_RUN_ID, r.RUN_DATE,
+       r.PIPELINE_ID, p.PIPELINE_CODE, t.TASK_ID, t.TASK_CODE, t.HANDLER, t.ACTION, t.SQL_FILE, t.SCRIPT_FILE,
+       t.TARGET_OBJECT, o.OFFSET_VALUE, o.OFFSET_TYPE
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+  JOIN {AUD_PIPELINES_RUN_LOG} r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+  JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
+  LEFT JOIN {AUD_TASK_OFFSETS} o ON o.TASK_ID = t.TASK_ID
+ WHERE a.ATTEMPT_ID = :attempt_id;
+
+-- name: task_parameters_of :many
+SELECT PARAMETER_NAME, PARAMETER_VALUE FROM {CFG_TASK_PARAMETERS} WHERE TASK_ID = :task_id AND ACTIVE_FLAG = 'Y';
+
+-- name: attempt_row :one
+SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.ATTEMPT_NUMBER, a.STATUS, a.OWNER_ID, a.HOST, a.PID, a.PROCESS_START,
+       a.LEASE_EXPIRES_AT, a.QUEUED_AT, a.STARTED_AT, a.ENDED_AT, a.EXIT_CODE, a.ERROR_MESSAGE, a.TASK_LOG,
+       a.LOG_PATH, a.ROWS_WRITTEN, t.TASK_CODE, tr.PIPELINE_RUN_ID
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+  JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
+ WHERE a.ATTEMPT_ID = :attempt_id;
+
+-- name: expired_live_attempts :many
+-- CLAIMED or RUNNING attempts whose lease expired: candidates for reconciliation.
+SELECT ATTEMPT_ID, OWNER_ID, HOST, PID, PROCESS_START, LEASE_EXPIRES_AT
+  FROM {AUD_TASK_ATTEMPTS}
+ WHERE STATUS IN ('CLAIMED', 'RUNNING') AND LEASE_EXPIRES_AT < :now
+ ORDER BY ATTEMPT_ID;
+
+-- name: run_queued_pools :many
+-- The pools and slot kinds of a run's QUEUED attempts (a local overseer claims only its own run's attempts).
+SELECT DISTINCT a.POOL, a.SLOT_KIND
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+ WHERE t.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED'
+ ORDER BY a.POOL, a.SLOT_KIND;

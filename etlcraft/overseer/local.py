@@ -1,0 +1,210 @@
+"""`etl-craft run --pipeline_code P`: an overseer for one run, in the foreground.
+
+It owns the run with a lease that a heartbeat renews, and loops: what can run now (ready_tasks) is queued,
+claimed and started at once within the pipeline's slots, what can never run is skipped, and every ended task
+process makes its successors ready immediately (no polling sleep on that path). When nothing is left to run the
+run is finalized by the database. Every status change is a call to the Engine DB's functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from etlcraft.core.actor import SYSTEM, Actor, acting_as
+from etlcraft.core.errors import EtlCraftError, StaleTransitionError
+from etlcraft.core.faults import fault_point
+from etlcraft.core.states import ActorKind
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from etlcraft.engine.queries import fetch_all
+from etlcraft.supervisor.child import ChildRequest
+from etlcraft.supervisor.local import Ended, LocalSupervisor
+
+SYSTEM_KIND = ActorKind("SYSTEM")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    owner_id: str
+    slots: int
+    lease_seconds: int
+    heartbeat_seconds: float
+    log_dir: Path
+    child: ChildRequest  # the template every task process starts from
+
+
+@dataclass
+class RunOutcome:
+    pipeline_run_id: int
+    status: str
+    message: str
+    ended: list[Ended] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Interrupted(Exception):
+    """SIGTERM or SIGHUP reached the overseer."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_as_interrupts() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into Interrupted for the code inside (B3: every run path stops its children)."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+class Heartbeat(threading.Thread):
+    """Renews the run's lease and its attempts' leases every `interval` seconds, on its own connection."""
+
+    def __init__(self, db: EngineDB, owner_id: str, run_id: int, lease_seconds: int, interval: float,
+                 actor: Actor) -> None:
+        super().__init__(name="etl-craft heartbeat", daemon=True)
+        self.db, self.owner_id, self.run_id = db, owner_id, run_id
+        self.lease_seconds, self.interval, self.actor = lease_seconds, interval, actor
+        self.stopping = threading.Event()
+        self.lost: str | None = None
+
+    def run(self) -> None:
+        with acting_as(self.actor):
+            while not self.stopping.wait(self.interval):
+                try:
+                    call(self.db, "renew_lease", owner_id=self.owner_id, lease_seconds=self.lease_seconds,
+                         run_id=self.run_id)
+                    call(self.db, "renew_lease", owner_id=self.owner_id, lease_seconds=self.lease_seconds)
+                except StaleTransitionError as exc:
+                    self.lost = str(exc)
+                    return
+                except EtlCraftError:
+                    continue  # the Engine DB is briefly unreachable: the next beat tries again
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=self.interval + 5)
+
+
+class RunLoop:
+    """Drives one owned IN-PROGRESS run to its end."""
+
+    def __init__(self, db: EngineDB, run_id: int, settings: RunSettings, actor: Actor,
+                 timeouts: Callable[[int], float | None], on_event: Callable[[str], None]) -> None:
+        self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
+        self.timeouts, self.on_event = timeouts, on_event
+        self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots, settings.log_dir)
+        self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
+        self.task_codes: dict[int, str] = {}
+
+    def run(self) -> RunOutcome:
+        heartbeat = Heartbeat(self.db, self.settings.owner_id, self.run_id, self.settings.lease_seconds,
+                              self.settings.heartbeat_seconds, Actor(self.actor.name, SYSTEM_KIND))
+        heartbeat.start()
+        self.requeue_lost()
+        try:
+            with signals_as_interrupts():
+                try:
+                    self._loop(heartbeat)
+                except Interrupted as exc:
+                    reason = f"stopped: the etl-craft run supervising it received {exc}"
+                    self.outcome.ended += self.supervisor.stop_all(reason)
+                    self.outcome.message = f"{reason}; run {self.run_id} is left IN-PROGRESS to resume"
+                    raise
+        finally:
+            heartbeat.stop()
+        return self.outcome
+
+    def _loop(self, heartbeat: Heartbeat) -> None:
+        while True:
+            if heartbeat.lost:
+                self.outcome.ended += self.supervisor.stop_all(f"stopped: {heartbeat.lost}")
+                self.outcome.message = f"the run's lease was lost ({heartbeat.lost}); it was left to its new owner"
+                return
+            started = self._dispatch()
+            if not self.supervisor.children:
+                if started:
+                    continue
+                break
+            for ended in self.supervisor.wait(timeout=self.settings.heartbeat_seconds):
+                fault_point("child_reaped")
+                self.outcome.ended.append(ended)
+                self.on_event(f"{ended.task_code}: {ended.status}")
+        fault_point("before_finalize")
+        self._finalize()
+
+    def _dispatch(self) -> bool:
+        """Skip what can never run; queue, claim and start what can, within the free slots."""
+        started = False
+        ready = call(self.db, "ready_tasks", run_id=self.run_id)
+        for task in (t for t in ready if t.decision == "SKIP"):
+            call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=task.reason)
+            self.outcome.skipped.append((task.task_code, task.reason))
+            self.on_event(f"{task.task_code}: SKIPPED ({task.reason})")
+            started = True
+        for task in [t for t in ready if t.decision == "RUN"][: max(0, self.supervisor.free)]:
+            queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=task.task_id)[0]
+            fault_point("attempt_queued")
+            if queued.outcome != "QUEUED":
+                call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=queued.reason)
+                self.outcome.skipped.append((task.task_code, queued.reason))
+                self.on_event(f"{task.task_code}: SKIPPED ({queued.reason})")
+                started = True
+                continue
+            self.task_codes[task.task_id] = task.task_code
+            started = True
+        if started or self.supervisor.free:
+            self._claim_and_start()
+        return started
+
+    def _claim_and_start(self) -> None:
+        """Claim this run's queued attempts (every pool and slot kind they wait in) and start their processes."""
+        with self.db.read() as conn:
+            queues = [(r["pool"], r["slot_kind"]) for r in fetch_all(self.db, conn, "run_queued_pools",
+                                                                      run_id=self.run_id)]
+        for pool, kind in queues:
+            if self.supervisor.free <= 0:
+                return
+            claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
+                           lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
+                           max_attempts=self.supervisor.free)
+            for attempt in claimed:
+                fault_point("attempt_claimed")
+                code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
+                self.supervisor.start(attempt.attempt_id, code, self.timeouts(attempt.task_id))
+                self.on_event(f"{code}: started attempt {attempt.attempt_id}")
+
+    def _task_code(self, task_id: int) -> str:
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
+        self.task_codes.update({int(r["task_id"]): str(r["task_code"]) for r in rows})
+        return self.task_codes[task_id]
+
+    def requeue_lost(self) -> None:
+        """A task whose latest attempt was LOST (its owner died) runs again: nobody knows whether it finished."""
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
+        for row in rows:
+            if row["attempt_status"] == "LOST" and row["status"] == "FAILED":
+                call(self.db, "queue_attempt", run_id=self.run_id, task_id=row["task_id"])
+                self.on_event(f"{row['task_code']}: attempt {row['attempt_id']} was lost; queued again")
+
+    def _finalize(self) -> None:
+        with acting_as(SYSTEM):  # the engine ends the run (ENDED_BY_KIND SYSTEM); operators end runs by mark/cancel
+            ended = call(self.db, "finalize_run", run_id=self.run_id, owner_id=self.settings.owner_id)[0]
+        self.outcome.status = ended.status
+        self.outcome.message = f"run {self.run_id} ended {ended.status}"

@@ -1,0 +1,71 @@
+"""Read views of runs for status, history and logs: what happened, from the Engine DB, changing nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from etlcraft.core.errors import AmbiguousError, NotFoundError
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.services.runs import find_pipeline
+
+
+@dataclass(frozen=True)
+class TaskLine:
+    task_code: str
+    status: str  # NOT RUN when the task has no task run in this run
+    attempts: int
+    rows_written: int | None
+    seconds: float | None
+    attempt_id: int | None
+    note: str
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    run: dict[str, Any]
+    tasks: tuple[TaskLine, ...]
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    if start is None or end is None:
+        return None
+    start = datetime.fromisoformat(start) if isinstance(start, str) else start
+    end = datetime.fromisoformat(end) if isinstance(end, str) else end
+    return round((end - start).total_seconds(), 3)
+
+
+def run_status(db: EngineDB, pipeline_code: str, run_id: int | None) -> RunStatus:
+    """The run named by id, else the pipeline's one active run (never "the latest")."""
+    pipeline = find_pipeline(db, pipeline_code)
+    with db.read() as conn:
+        if run_id is None:
+            active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
+            if len(active) != 1:
+                recent = fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=5)
+                listed = ", ".join(f"{r['pipeline_run_id']} ({r['status']})" for r in recent) or "none"
+                error = AmbiguousError if active else NotFoundError
+                raise error(f"pipeline {pipeline_code} has {len(active)} active runs; name one with --run-id "
+                            f"(recent runs: {listed}; all of them: etl-craft history --pipeline_code {pipeline_code})")
+            run_id = int(active[0]["pipeline_run_id"])
+        run = fetch_one(db, conn, "run_header", run_id=run_id)
+        if run is None or run["pipeline_id"] != pipeline.pipeline_id:
+            raise NotFoundError(f"run {run_id} is not a run of pipeline {pipeline_code}; "
+                                f"see etl-craft history --pipeline_code {pipeline_code}")
+        rows = fetch_all(db, conn, "run_task_rows", run_id=run_id)
+    tasks = tuple(
+        TaskLine(task_code=r["task_code"], status=r["status"] or "NOT RUN", attempts=int(r["attempt_count"] or 0),
+                 rows_written=r["rows_written"], seconds=_seconds(r["start_date"], r["end_date"]),
+                 attempt_id=r["attempt_id"], note=(r["error_message"] or r["message"] or "").splitlines()[0][:200]
+                 if (r["error_message"] or r["message"]) else "")
+        for r in rows
+    )
+    return RunStatus(run, tasks)
+
+
+def run_history(db: EngineDB, pipeline_code: str, limit: int) -> list[dict[str, Any]]:
+    pipeline = find_pipeline(db, pipeline_code)
+    with db.read() as conn:
+        return fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=limit)

@@ -1,0 +1,189 @@
+"""The task process: one attempt, in its own process group, recording its outcome only through finish_attempt.
+
+It is forked from a warm fork server that has already imported etl-craft (no interpreter start-up per task),
+opens its own Engine DB connection, starts the attempt as its owner, runs the task's handler, records the
+outcome and ends at once with os._exit (B53: a lingering script thread cannot hold the slot).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from etlcraft.config.loader import load_config
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.errors import EtlCraftError, StaleTransitionError
+from etlcraft.core.faults import fault_point
+from etlcraft.core.process import host, process_start
+from etlcraft.core.states import ActorKind
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
+
+LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG
+EXIT_SUCCESS, EXIT_FAILED, EXIT_NOT_RECORDED = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class ChildRequest:
+    """What the parent hands the task process (picklable: it crosses the fork server)."""
+
+    attempt_id: int
+    owner_id: str
+    project_dir: str
+    engine_url: str
+    engine_schema: str
+    engine_password: str | None
+    log_path: str
+    actor_name: str
+    actor_kind: str
+    lease_seconds: int
+
+
+class Stopped(BaseException):
+    """The task process was asked to stop (SIGTERM or SIGHUP)."""
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    raise Stopped(f"stopped by {signal.Signals(signum).name}")
+
+
+def main(request: ChildRequest) -> None:
+    """Entry point in the forked child. Never returns: the process ends with os._exit."""
+    os.setsid()
+    log = os.open(request.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - the process's own stdout
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    code = EXIT_NOT_RECORDED
+    try:
+        code = run_attempt(request)
+    except BaseException:
+        traceback.print_exc()
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    lingering = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if lingering:
+        print(f"etl-craft: ending the task process with threads still running: {', '.join(lingering)}",
+              file=sys.stderr, flush=True)
+    os._exit(code)
+
+
+def run_attempt(request: ChildRequest) -> int:
+    db = EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
+    actor = Actor(request.actor_name, ActorKind(request.actor_kind))
+    with acting_as(actor):
+        try:
+            call(db, "start_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, host=host(),
+                 pid=os.getpid(), process_start=process_start(os.getpid()) or "unknown",
+                 lease_seconds=request.lease_seconds)
+            fault_point("child_started")
+            context = _context(db, request)
+            print(f"etl-craft: attempt {request.attempt_id} of task {context.task_code} "
+                  f"(run {context.pipeline_run_id}) started", flush=True)
+            result = _dispatch(context, db)
+            fault_point("handler_done")
+        except StaleTransitionError as exc:
+            print(f"etl-craft: {exc}", file=sys.stderr, flush=True)
+            return EXIT_NOT_RECORDED
+        except (Exception, Stopped) as exc:
+            return _record_failure(db, request, exc)
+        return _record_success(db, request, result)
+
+
+def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
+    with db.read() as conn:
+        row = fetch_one(db, conn, "attempt_context", attempt_id=request.attempt_id)
+        assert row is not None, f"attempt {request.attempt_id} vanished"
+        parameters = {r["parameter_name"]: r["parameter_value"]
+                      for r in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"])}
+    run_date = row["run_date"] if isinstance(row["run_date"], date) else date.fromisoformat(row["run_date"])
+    offset = Offset(row["offset_value"], row["offset_type"]) if row["offset_value"] is not None else None
+    return TaskContext(
+        project_dir=Path(request.project_dir), config=load_config(Path(request.project_dir)),
+        pipeline_id=row["pipeline_id"], pipeline_code=row["pipeline_code"], pipeline_run_id=row["pipeline_run_id"],
+        run_date=run_date, task_id=row["task_id"], task_code=row["task_code"], task_run_id=row["task_run_id"],
+        attempt_id=request.attempt_id, handler=row["handler"], action=row["action"], sql_file=row["sql_file"],
+        script_file=row["script_file"], target_object=row["target_object"], parameters=parameters,
+        last_offset=offset,
+    )
+
+
+def _dispatch(context: TaskContext, db: EngineDB) -> HandlerResult:
+    if context.handler == "SQL":
+        from etlcraft.handlers.sql import run_sql_task
+
+        return run_sql_task(context, engine_db=db)
+    if context.handler == "PYTHON":
+        from etlcraft.handlers.python_script import run_python_task
+
+        return run_python_task(context)
+    raise EtlCraftError(
+        f"task {context.task_code} has HANDLER {context.handler}, which this version of etl-craft cannot run yet "
+        "(it runs SQL and PYTHON tasks); switch the task off or change its handler in a project migration"
+    )
+
+
+def _tail(path: str) -> str:
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return text[-LOG_TAIL:]
+
+
+def _record_success(db: EngineDB, request: ChildRequest, result: HandlerResult) -> int:
+    counts, offset = result.counts, result.offset
+    if result.message:
+        print(result.message, flush=True)
+    sys.stdout.flush()
+    call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="SUCCESS",
+         exit_code=EXIT_SUCCESS, source_count=counts.source, insert_count=counts.insert,
+         update_count=counts.update, delete_count=counts.delete, duplicate_count=counts.duplicate,
+         rows_written=counts.rows_written, target_count=counts.target, task_log=_tail(request.log_path),
+         log_path=request.log_path, offset_value=offset.value if offset else None,
+         offset_type=offset.type if offset else None)
+    fault_point("outcome_recorded")
+    return EXIT_SUCCESS
+
+
+def _record_failure(db: EngineDB, request: ChildRequest, exc: BaseException) -> int:
+    if isinstance(exc, Stopped):
+        message = f"{exc}: the task was stopped before it finished"
+    else:
+        traceback.print_exc()
+        message = f"{type(exc).__name__}: {exc}"
+    retryable = "N" if isinstance(exc, EtlCraftError) and not getattr(exc, "retryable", True) else None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fields: dict[str, Any] = {"error_message": message[:4000], "task_log": _tail(request.log_path),
+                              "log_path": request.log_path, "retryable": retryable}
+    try:
+        call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="FAILED",
+             exit_code=EXIT_FAILED, **fields)
+    except StaleTransitionError as stale:
+        print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
+        return EXIT_NOT_RECORDED
+    return EXIT_FAILED

@@ -1,0 +1,164 @@
+"""Task processes on this machine: started from a warm fork server, watched, timed out, stopped.
+
+The parent shares each attempt's owner id with its child. When a child ends without recording its outcome
+(killed, crashed), the parent records FAILED on its behalf; when a time limit passes, the parent records
+TIMED_OUT first and then stops the child's process group, so the first writer wins and a late child changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait as wait_for
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from etlcraft.core.errors import StaleTransitionError
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from etlcraft.engine.queries import fetch_one
+from etlcraft.supervisor.child import ChildRequest, main
+
+STOP_GRACE_SECONDS = 10.0
+_CONTEXT = multiprocessing.get_context("forkserver")
+_CONTEXT.set_forkserver_preload(["etlcraft.supervisor.child", "etlcraft.handlers.context"])
+
+
+@dataclass
+class Child:
+    attempt_id: int
+    task_code: str
+    process: BaseProcess
+    log_path: Path
+    deadline: float | None  # time.monotonic() after which the attempt times out
+    stop_sent: float | None = None  # when SIGTERM went to its group
+
+    @property
+    def pgid(self) -> int | None:
+        return self.process.pid
+
+
+@dataclass(frozen=True)
+class Ended:
+    attempt_id: int
+    task_code: str
+    status: str  # the attempt's status once its child has gone
+    exit_code: int | None
+
+
+@dataclass
+class LocalSupervisor:
+    """Runs attempts as child processes of this process, at most `slots` at a time."""
+
+    db: EngineDB
+    owner_id: str
+    request_base: ChildRequest  # attempt_id and log_path are filled per attempt
+    slots: int
+    log_dir: Path
+    children: dict[int, Child] = field(default_factory=dict)
+
+    @property
+    def free(self) -> int:
+        return self.slots - len(self.children)
+
+    def start(self, attempt_id: int, task_code: str, timeout_seconds: float | None) -> Child:
+        """Start the task process of a CLAIMED attempt (owned by this supervisor's owner id)."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / f"{task_code}.{attempt_id}.log"
+        request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path))
+        process = _CONTEXT.Process(target=main, args=(request,), name=f"etl-craft {task_code} {attempt_id}")
+        process.start()
+        deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
+        child = Child(attempt_id, task_code, process, log_path, deadline)
+        self.children[attempt_id] = child
+        return child
+
+    def wait(self, timeout: float) -> list[Ended]:
+        """Wait up to `timeout` seconds for children to end (or time out); report those that ended."""
+        if not self.children:
+            return []
+        now = time.monotonic()
+        deadlines = [c.deadline - now for c in self.children.values() if c.deadline and c.stop_sent is None]
+        limit = max(0.0, min([timeout, *deadlines]))
+        wait_for([c.process.sentinel for c in self.children.values()], timeout=limit)
+        self._enforce_deadlines()
+        return [self._reap(child) for child in list(self.children.values()) if not child.process.is_alive()]
+
+    def stop_all(self, reason: str) -> list[Ended]:
+        """Stop every child: record its attempt FAILED with `reason` first, then stop its process group."""
+        for child in self.children.values():
+            self._record(child, "FAILED", reason)
+            self._signal(child, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while any(c.process.is_alive() for c in self.children.values()) and time.monotonic() < deadline:
+            wait_for([c.process.sentinel for c in self.children.values()], timeout=0.2)
+        for child in self.children.values():
+            if child.process.is_alive():
+                self._signal(child, signal.SIGKILL)
+                child.process.join(timeout=5)
+        return [self._reap(child) for child in list(self.children.values())]
+
+    # -- internals -------------------------------------------------------------------------------------------
+
+    def _enforce_deadlines(self) -> None:
+        now = time.monotonic()
+        for child in self.children.values():
+            if child.deadline and child.stop_sent is None and now >= child.deadline:
+                self._time_out(child)
+            elif child.stop_sent is not None and now - child.stop_sent > STOP_GRACE_SECONDS:
+                self._signal(child, signal.SIGKILL)
+
+    def _time_out(self, child: Child) -> None:
+        # A child that ended (or never started) meanwhile makes this stale: _reap records what is needed.
+        with contextlib.suppress(StaleTransitionError):
+            call(self.db, "time_out_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id,
+                 message=f"the task ran longer than its TASK_TIMEOUT_SECONDS and was stopped; see {child.log_path}")
+        self._signal(child, signal.SIGTERM)
+
+    def _signal(self, child: Child, signum: int) -> None:
+        if child.stop_sent is None:
+            child.stop_sent = time.monotonic()
+        if child.pgid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pgid, signum)
+
+    def _record(self, child: Child, status: str, message: str) -> None:
+        # Stale when the child (or a timeout) recorded the outcome first: the first writer wins.
+        with contextlib.suppress(StaleTransitionError):
+            call(self.db, "finish_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id, status=status,
+                 exit_code=child.process.exitcode, error_message=message, log_path=str(child.log_path),
+                 task_log=_tail(child.log_path))
+
+    def _reap(self, child: Child) -> Ended:
+        child.process.join(timeout=5)
+        del self.children[child.attempt_id]
+        status = self._status(child.attempt_id)
+        if status in ("CLAIMED", "RUNNING"):
+            code = child.process.exitcode
+            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+            self._record(child, "FAILED", f"the task process {how} without recording an outcome; "
+                                          f"see its log {child.log_path}")
+            status = self._status(child.attempt_id)
+        if child.pgid:  # nothing of the attempt may outlive it: its process group goes too
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pgid, signal.SIGKILL)
+        return Ended(child.attempt_id, child.task_code, status, child.process.exitcode)
+
+    def _status(self, attempt_id: int) -> str:
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "attempt_row", attempt_id=attempt_id)
+        return str(row["status"]) if row else "UNKNOWN"
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-size:]
+    except OSError:
+        return ""
+
+
