@@ -50,7 +50,7 @@ class ChildRequest:
     lease_seconds: int
 
 
-class Stopped(BaseException):
+class Stopped(KeyboardInterrupt):
     """The task process was asked to stop (SIGTERM or SIGHUP)."""
 
 
