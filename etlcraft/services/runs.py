@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextlib
 import os
 import signal
 import uuid
@@ -53,17 +54,20 @@ def find_pipeline(db: EngineDB, code: str) -> Pipeline:
 
 
 def reconcile(db: EngineDB, lease_seconds: int) -> list[Any]:
-    """Attempts whose lease expired become LOST: at once on this host (a live stuck process is stopped too), after
-    two lease periods on other hosts. Runs left without a live attempt lose their owner and can be resumed."""
+    """Attempts whose lease expired become LOST: at once on this host (a live stuck process is stopped after its
+    attempt is marked, so it can record nothing), after two lease periods on other hosts. Runs left without a
+    live attempt lose their owner and can be resumed."""
     now = db.clock.now()
     with db.read() as conn:
         expired = fetch_all(db, conn, "expired_live_attempts", now=now if db.is_postgres else format_timestamp(now))
     here = host()
-    for attempt in expired:
-        if attempt["host"] == here and is_alive(attempt["pid"], attempt["process_start"]):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(attempt["pid"]), signal.SIGTERM)
+    running = {int(a["attempt_id"]): int(a["pid"]) for a in expired
+               if a["host"] == here and is_alive(a["pid"], a["process_start"])}
     lost = call(db, "reconcile_expired", grace_seconds=0, host=here)
+    for attempt in lost:
+        if attempt.attempt_id in running:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(running[attempt.attempt_id], signal.SIGTERM)
     return lost + call(db, "reconcile_expired", grace_seconds=2 * lease_seconds)
 
 

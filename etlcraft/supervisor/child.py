@@ -98,7 +98,7 @@ def run_attempt(request: ChildRequest) -> int:
         try:
             call(db, "start_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, host=host(),
                  pid=os.getpid(), process_start=process_start(os.getpid()) or "unknown",
-                 lease_seconds=request.lease_seconds)
+                 lease_seconds=request.lease_seconds, log_path=request.log_path)
             fault_point("child_started")
             context = _context(db, request)
             print(f"etl-craft: attempt {request.attempt_id} of task {context.task_code} "

@@ -117,7 +117,8 @@ class LocalSupervisor:
         # A child that ended (or never started) meanwhile makes this stale: _reap records what is needed.
         with contextlib.suppress(StaleTransitionError):
             call(self.db, "time_out_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id,
-                 message=f"the task ran longer than its TASK_TIMEOUT_SECONDS and was stopped; see {child.log_path}")
+                 message=f"the task ran longer than its TASK_TIMEOUT_SECONDS and was stopped; see {child.log_path}",
+                 task_log=_tail(child.log_path))
         self._signal(child, signal.SIGTERM)
 
     def _signal(self, child: Child, signum: int) -> None:

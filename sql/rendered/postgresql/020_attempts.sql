@@ -102,11 +102,11 @@ $fn$;
 -- @end claim_attempt
 
 -- @function start_attempt
--- @args attempt_id bigint, owner_id text, host text, pid int, process_start text, lease_seconds int = 60
+-- @args attempt_id bigint, owner_id text, host text, pid int, process_start text, lease_seconds int = 60, log_path text = NULL
 -- @returns attempt_id bigint, status text, lease_expires_at timestamptz
 -- @purpose The owner of a CLAIMED attempt records that its process started: HOST, PID and PROCESS_START (the
---   process's birth identity, which reconciliation checks), STARTED_AT, and a renewed lease. The task run's
---   START_DATE is set if it has none.
+--   process's birth identity, which reconciliation checks), STARTED_AT, the file its output goes to (LOG_PATH, so
+--   its log can be read while it runs), and a renewed lease. The task run's START_DATE is set if it has none.
 -- @transition ATTEMPT CLAIMED -> RUNNING
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED by owner_id (ended, lost, cancelled, already
@@ -129,6 +129,7 @@ CREATE FUNCTION etl_craft.start_attempt(
   p_pid integer,
   p_process_start text,
   p_lease_seconds integer DEFAULT 60,
+  p_log_path text DEFAULT NULL,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, lease_expires_at timestamptz)
@@ -144,7 +145,7 @@ BEGIN
     WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'RUNNING', HOST = p_host, PID = p_pid, PROCESS_START = p_process_start,
-         STARTED_AT = v_now, HEARTBEAT_AT = v_now,
+         STARTED_AT = v_now, HEARTBEAT_AT = v_now, LOG_PATH = COALESCE(p_log_path, LOG_PATH),
          LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'CLAIMED' AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID INTO v_task_run_id;
@@ -285,10 +286,11 @@ $fn$;
 -- @end finish_attempt
 
 -- @function time_out_attempt
--- @args attempt_id bigint, owner_id text, message text
+-- @args attempt_id bigint, owner_id text, message text, task_log text = NULL
 -- @returns attempt_id bigint, status text, task_run_status text
 -- @purpose The owner of a RUNNING attempt records that it stopped it at its time limit: the attempt ends
---   TIMED_OUT with message as its ERROR_MESSAGE, and the task run reads FAILED with the same message.
+--   TIMED_OUT with message as its ERROR_MESSAGE and task_log (the tail of what it printed) as its TASK_LOG, and the
+--   task run reads FAILED with the same message and log.
 -- @transition ATTEMPT RUNNING -> TIMED_OUT; TASK_RUN IN-PROGRESS -> FAILED
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not RUNNING by owner_id
@@ -307,6 +309,7 @@ CREATE FUNCTION etl_craft.time_out_attempt(
   p_attempt_id bigint,
   p_owner_id text,
   p_message text,
+  p_task_log text DEFAULT NULL,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
@@ -319,7 +322,8 @@ DECLARE
 BEGIN
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'TIMED_OUT', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL,
-         ERROR_MESSAGE = COALESCE(p_message, 'attempt ' || ATTEMPT_ID || ' reached its time limit')
+         ERROR_MESSAGE = COALESCE(p_message, 'attempt ' || ATTEMPT_ID || ' reached its time limit'),
+         TASK_LOG = COALESCE(p_task_log, TASK_LOG)
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'RUNNING' AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
@@ -329,7 +333,8 @@ BEGIN
     FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'FAILED', END_DATE = v_now,
-         ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id)
+         ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id),
+         TASK_LOG = COALESCE(p_task_log, TASK_LOG)
    WHERE TASK_RUN_ID = v_task_run_id;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text

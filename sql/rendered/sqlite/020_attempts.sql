@@ -20,11 +20,11 @@
 -- @end claim_attempt
 
 -- @function start_attempt
--- @args attempt_id bigint, owner_id text, host text, pid int, process_start text, lease_seconds int = 60
+-- @args attempt_id bigint, owner_id text, host text, pid int, process_start text, lease_seconds int = 60, log_path text = NULL
 -- @returns attempt_id bigint, status text, lease_expires_at timestamptz
 -- @purpose The owner of a CLAIMED attempt records that its process started: HOST, PID and PROCESS_START (the
---   process's birth identity, which reconciliation checks), STARTED_AT, and a renewed lease. The task run's
---   START_DATE is set if it has none.
+--   process's birth identity, which reconciliation checks), STARTED_AT, the file its output goes to (LOG_PATH, so
+--   its log can be read while it runs), and a renewed lease. The task run's START_DATE is set if it has none.
 -- @transition ATTEMPT CLAIMED -> RUNNING
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED by owner_id (ended, lost, cancelled, already
@@ -48,10 +48,11 @@
 -- @end finish_attempt
 
 -- @function time_out_attempt
--- @args attempt_id bigint, owner_id text, message text
+-- @args attempt_id bigint, owner_id text, message text, task_log text = NULL
 -- @returns attempt_id bigint, status text, task_run_status text
 -- @purpose The owner of a RUNNING attempt records that it stopped it at its time limit: the attempt ends
---   TIMED_OUT with message as its ERROR_MESSAGE, and the task run reads FAILED with the same message.
+--   TIMED_OUT with message as its ERROR_MESSAGE and task_log (the tail of what it printed) as its TASK_LOG, and the
+--   task run reads FAILED with the same message and log.
 -- @transition ATTEMPT RUNNING -> TIMED_OUT; TASK_RUN IN-PROGRESS -> FAILED
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not RUNNING by owner_id

@@ -22,3 +22,25 @@ def etl_craft(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout:
     done = subprocess.run([sys.executable, "-m", "etlcraft", *args], cwd=cwd, env=environ, capture_output=True,
                           text=True, timeout=timeout, check=False)
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def start_etl_craft(*args: str, cwd: Path, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start etl-craft in the background, its output in `log` (a file: an unread pipe could block it)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    environ.update({"ETL_CRAFT_ACTOR": "tester@cli", "COLUMNS": "200", **(env or {})})
+    with log.open("wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "etlcraft", *args], cwd=cwd, env=environ, stdout=out,
+                                stderr=subprocess.STDOUT)
+
+
+def descendants_alive(pids: list[int]) -> list[int]:
+    """Which of `pids` still run (Linux /proc; a zombie does not count)."""
+    alive = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
