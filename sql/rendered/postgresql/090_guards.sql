@@ -284,6 +284,10 @@ CREATE OR REPLACE TRIGGER _020_append_only BEFORE UPDATE OR DELETE ON etl_craft.
 CREATE OR REPLACE TRIGGER _020_append_only_truncate BEFORE TRUNCATE ON etl_craft.AUD_RUN_INTERVENTIONS
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_append_only('INTERVENTION_ID', 'AUD_RUN_INTERVENTIONS is append-only: its rows record history and never change');
 
+-- AUD_TARGET_HASH_VERSION
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_TARGET_HASH_VERSION
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+
 -- AUD_TASK_ATTEMPTS
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_TASK_ATTEMPTS
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');

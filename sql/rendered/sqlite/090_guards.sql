@@ -858,6 +858,26 @@ BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_RUN_INTERVENTIONS refused: AUD_RUN_INTERVENTIONS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
 END;
 
+-- AUD_TARGET_HASH_VERSION: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_target_hash_version__engine_only_insert;
+CREATE TRIGGER _010_aud_target_hash_version__engine_only_insert BEFORE INSERT ON AUD_TARGET_HASH_VERSION
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_TARGET_HASH_VERSION refused: AUD_TARGET_HASH_VERSION is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_target_hash_version__engine_only_update;
+CREATE TRIGGER _010_aud_target_hash_version__engine_only_update BEFORE UPDATE ON AUD_TARGET_HASH_VERSION
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_TARGET_HASH_VERSION refused: AUD_TARGET_HASH_VERSION is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_target_hash_version__engine_only_delete;
+CREATE TRIGGER _010_aud_target_hash_version__engine_only_delete BEFORE DELETE ON AUD_TARGET_HASH_VERSION
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_TARGET_HASH_VERSION refused: AUD_TARGET_HASH_VERSION is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
 -- AUD_TASK_ATTEMPTS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
 DROP TRIGGER IF EXISTS _010_aud_task_attempts__engine_only_insert;
 CREATE TRIGGER _010_aud_task_attempts__engine_only_insert BEFORE INSERT ON AUD_TASK_ATTEMPTS

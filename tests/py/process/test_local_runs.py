@@ -33,7 +33,8 @@ def _tasks(project: Path, pipeline: str, run_id: int) -> dict[str, str]:
     return {t["task_code"]: t["status"] for t in _status(project, pipeline, run_id)["tasks"]}  # type: ignore[union-attr]
 
 
-def test_a_diamond_runs_in_dependency_order_with_its_branches_in_parallel(tmp_path: Path, engine_url: str | None) -> None:
+def test_a_diamond_runs_in_dependency_order_with_its_branches_in_parallel(
+        tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"diamond": [
         Task("a", {"seconds": 0.5}), Task("b", {"seconds": 1.5}), Task("c", {"seconds": 1.5}), Task("d")]},
         [("b", "a", "SUCCESS"), ("c", "a", "SUCCESS"), ("d", "b", "SUCCESS"), ("d", "c", "SUCCESS")])

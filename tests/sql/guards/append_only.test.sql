@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(63);
+SELECT plan(64);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();

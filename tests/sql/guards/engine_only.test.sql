@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(112);
+SELECT plan(117);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -86,7 +86,10 @@ INSERT INTO writes VALUES
        (task_id, offset_type, offset_value, task_run_id, attempt_id, stored_at)
      VALUES ((SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'load'), 'TEXT', 'x',
              (SELECT min(task_run_id) FROM etl_craft.aud_task_attempts),
-             (SELECT min(attempt_id) FROM etl_craft.aud_task_attempts), now())$$);
+             (SELECT min(attempt_id) FROM etl_craft.aud_task_attempts), now())$$),
+  ('AUD_TARGET_HASH_VERSION', $$INSERT INTO etl_craft.aud_target_hash_version
+       (target_object, hash_version, recomputed_at, recomputed_by, recomputed_by_kind)
+     VALUES ('main.customers', 2, now(), 'pgtap', 'HUMAN')$$);
 
 -- The refusal each table gives, as 090_guards words it: the operation, the table, then a remedy.
 CREATE TEMP VIEW refusals AS

@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(156);
+SELECT plan(158);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -46,14 +46,15 @@ INSERT INTO expected_checks VALUES
   ('aud_actions', 'actor_kind_is_valid'), ('aud_actions', 'outcome_is_valid'),
   ('aud_metadata_changes', 'actor_kind_is_valid'), ('aud_metadata_changes', 'operation_is_valid'),
   ('aud_metadata_changes', 'images_match_operation'),
-  ('aud_task_offsets', 'offset_type_is_valid');
+  ('aud_task_offsets', 'offset_type_is_valid'),
+  ('aud_target_hash_version', 'recomputed_by_kind_is_valid');
 
--- 1 + 19: the full set of CHECK constraints, then has_check for each table that has any.
+-- 1 + 20: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 66 named CHECK constraints of the migration');
+  'etl_craft has exactly the 67 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -246,7 +247,11 @@ INSERT INTO violations VALUES
        (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
      VALUES (now(), 'pgtap', 'HUMAN', 'CFG_POOLS', 'POOL_ID=1', 'UPDATE', NULL, '{}')$$),
   ('aud_task_offsets', 'offset_type_is_valid', 'OFFSET_TYPE = FLOAT',
-   $$UPDATE etl_craft.aud_task_offsets SET offset_type = 'FLOAT'$$);
+   $$UPDATE etl_craft.aud_task_offsets SET offset_type = 'FLOAT'$$),
+  ('aud_target_hash_version', 'recomputed_by_kind_is_valid', 'RECOMPUTED_BY_KIND = ROBOT',
+   $$INSERT INTO etl_craft.aud_target_hash_version
+       (target_object, hash_version, recomputed_at, recomputed_by, recomputed_by_kind)
+     VALUES ('main.customers', 2, now(), 'pgtap', 'ROBOT')$$);
 
 -- 1: every CHECK constraint has at least one violation below (so none is left untried).
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',

@@ -1,7 +1,7 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation) create: exactly its 21 tables, each with its full column
 -- list, column types and NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
-SELECT plan(129);
+SELECT plan(133);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -257,7 +257,12 @@ INSERT INTO expected_columns VALUES
   ('aud_task_offsets', 3, 'offset_value', 'text', true),
   ('aud_task_offsets', 4, 'task_run_id', 'bigint', true),
   ('aud_task_offsets', 5, 'attempt_id', 'bigint', true),
-  ('aud_task_offsets', 6, 'stored_at', 'timestamp with time zone', true);
+  ('aud_task_offsets', 6, 'stored_at', 'timestamp with time zone', true),
+  ('aud_target_hash_version', 1, 'target_object', 'character varying(256)', true),
+  ('aud_target_hash_version', 2, 'hash_version', 'integer', true),
+  ('aud_target_hash_version', 3, 'recomputed_at', 'timestamp with time zone', true),
+  ('aud_target_hash_version', 4, 'recomputed_by', 'character varying(128)', true),
+  ('aud_target_hash_version', 5, 'recomputed_by_kind', 'character varying(16)', true);
 
 SELECT tables_are('etl_craft', ARRAY[
   'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes',
@@ -265,8 +270,8 @@ SELECT tables_are('etl_craft', ARRAY[
   'cfg_task_parameters', 'cfg_pipeline_dependency', 'cfg_task_dependency', 'aud_pipelines_run_log',
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
-  'aud_task_offsets'
-]::name[], 'etl_craft holds exactly the 21 Engine DB tables of the migration, no more and no fewer');
+  'aud_task_offsets', 'aud_target_hash_version'
+]::name[], 'etl_craft holds exactly the 22 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -375,7 +380,8 @@ SELECT set_eq(
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
   'etl_craft has exactly the 35 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
-  FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes']::name[]) tbl;
+  FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
+                     'aud_target_hash_version']::name[]) tbl;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,146 @@
+"""The keyed actions: SCD1_MERGE, SCD2_MERGE and DELETE_ROWS.
+
+Merges hash the deduplicated stage once (hash version 2), then change the target with one set-based
+`UPDATE ... FROM` joined to that stage and one `INSERT ... WHERE NOT EXISTS` (S3.G.2, B36): never a subquery per
+column or per row. A soft-deleted key sent again is revived (B17): SCD1 updates it and clears DELETE_FLAG; SCD2
+closes the deleted version and opens a new one. A soft DELETE_ROWS never flags a row twice (B46).
+"""
+
+from __future__ import annotations
+
+from etlcraft.handlers.sql import guards, hashing
+from etlcraft.handlers.sql.spec import SqlTask
+from etlcraft.handlers.sql.staging import HASH_COLUMN, Stage, derive_stage, drop
+from etlcraft.handlers.sql.tables import Outcome, counts, writable
+from etlcraft.handlers.sql.target import Target, add_columns, inspect, require
+from etlcraft.handlers.sql.writes import count_rows, insert_rows, update_stamps
+from etlcraft.warehouse.connection import Session
+from etlcraft.warehouse.dialects import Column
+
+
+def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:
+    """SCD1_MERGE or SCD2_MERGE: every guard first, then the changes."""
+    guards.check_parameter_columns(task, stage)
+    guards.check_null_keys(session, task, stage)
+    deduplicated, duplicates = guards.one_row_per_key(session, task, stage)
+    compare = hashing.compare_columns(task, deduplicated)
+    hashing.refuse_floats(task, [(c, c) for c in compare])
+    target, added = writable(session, task, deduplicated)
+    hashing.refuse_floats(task, [(c, target.columns.get(c.key, c)) for c in compare])
+    record = hashing.refuse_old_hashes(task, session, target, version)
+    add_columns(session, target, added)
+    hashed = _hashed(session, task, deduplicated, target, hashing.target_pairs(task, target, compare))
+    write = _scd1 if task.action == "SCD1_MERGE" else _scd2
+    inserted, updated = write(session, task, target, hashed, deduplicated)
+    drop(session, hashed)
+    return Outcome(counts(stage, count_rows(session, target), insert=inserted, update=updated, duplicate=duplicates),
+                   record_version=record or target.created)
+
+
+def _hashed(session: Session, task: SqlTask, stage: Stage, target: Target,
+            pairs: list[tuple[Column, Column]]) -> Stage:
+    """The deduplicated stage with its version-2 hash, indexed on the key where that helps."""
+    dialect = session.dialect
+    query = f"SELECT s.*, {hashing.hash_sql(dialect, pairs)} AS {dialect.quote(HASH_COLUMN)} FROM {stage.ref} s"
+    hashed = derive_stage(session, task, "merge", query)
+    for statement in dialect.prepare_stage(hashed.name, guards.stage_keys(task, stage)):
+        session.run(statement)
+    return hashed
+
+
+def _keys(task: SqlTask, target: Target, stage: Stage) -> list[tuple[str, str]]:
+    """(target column, stage column) of each MERGE_KEY column."""
+    return [(target.name_of(k), k) for k in guards.stage_keys(task, stage)]
+
+
+def _match(session: Session, keys: list[tuple[str, str]]) -> str:
+    q = session.dialect.quote
+    return " AND ".join(f"t.{q(a)} = s.{q(b)}" for a, b in keys)
+
+
+def _order(session: Session, keys: list[tuple[str, str]]) -> str:
+    return "ORDER BY " + ", ".join(f"s.{session.dialect.quote(b)}" for _, b in keys)
+
+
+def _col(session: Session, target: Target, name: str) -> str:
+    return f"t.{session.dialect.quote(target.name_of(name))}"
+
+
+def _scd1(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage) -> tuple[int, int]:
+    """Update the rows whose hash changed or that were soft-deleted; insert the new keys. (inserted, updated)"""
+    q = session.dialect.quote
+    keys = _keys(task, target, stage)
+    key_names = {b.lower() for _, b in keys}
+    changed = f"{_col(session, target, 'HASH_KEY')} IS DISTINCT FROM s.{q(HASH_COLUMN)}"
+    assignments = [(target.name_of(c.name), f"s.{q(c.name)}") for c in stage.columns if c.key not in key_names]
+    assignments.append((target.name_of("HASH_KEY"), f"s.{q(HASH_COLUMN)}"))
+    if target.has("DELETE_FLAG"):
+        changed += f" OR {_col(session, target, 'DELETE_FLAG')} = 'Y'"
+        assignments.append((target.name_of("DELETE_FLAG"), "'N'"))
+    assignments += update_stamps(session.dialect, task, target)
+    updated = session.run(session.dialect.update_from_stage(target.ref, hashed.ref, keys, assignments, changed))
+    inserted = insert_rows(session, task, target, hashed.ref, stage.columns, order=_order(session, keys),
+                           where=f"NOT EXISTS (SELECT 1 FROM {target.ref} t WHERE {_match(session, keys)})",
+                           hash_sql=f"s.{q(HASH_COLUMN)}")
+    return inserted, updated
+
+
+def _scd2(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage) -> tuple[int, int]:
+    """Close the active versions whose hash changed or that were soft-deleted; open a version for every key
+    without an active one. (inserted, closed)"""
+    q, lit = session.dialect.quote, session.dialect.literal
+    keys = _keys(task, target, stage)
+    active = f"{_col(session, target, 'ACTIVE_FLAG')} = 'Y'"
+    changed = f"{_col(session, target, 'HASH_KEY')} IS DISTINCT FROM s.{q(HASH_COLUMN)}"
+    if target.has("DELETE_FLAG"):
+        changed += f" OR {_col(session, target, 'DELETE_FLAG')} = 'Y'"
+    assignments = [(target.name_of("ACTIVE_FLAG"), "'N'"), (target.name_of("VALID_TO"), lit(task.stamp.now)),
+                   *update_stamps(session.dialect, task, target)]
+    closed = session.run(session.dialect.update_from_stage(target.ref, hashed.ref, keys, assignments,
+                                                           f"{active} AND ({changed})"))
+    inserted = insert_rows(session, task, target, hashed.ref, stage.columns, order=_order(session, keys),
+                           where=f"NOT EXISTS (SELECT 1 FROM {target.ref} t WHERE {_match(session, keys)} AND "
+                                 f"{active})", hash_sql=f"s.{q(HASH_COLUMN)}")
+    return inserted, closed
+
+
+def delete_rows(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:
+    """Flag (DELETE_MODE soft) or delete (hard) the target rows whose key the SELECT returns."""
+    guards.check_parameter_columns(task, stage)
+    guards.check_null_keys(session, task, stage)
+    target = inspect(session, task)
+    if not target.exists:
+        raise task.refuse(f"{task.target} does not exist; DELETE_ROWS removes rows from an existing table: create "
+                          "it first (for example with a SETUP_TABLE task)")
+    missing = [k for k in task.keys if not target.has(k)]
+    if missing:
+        raise task.refuse(f"MERGE_KEY names {', '.join(missing)}, which {task.target} does not have; correct "
+                          "MERGE_KEY with a project migration")
+    if task.delete_mode == "soft":
+        require(task, target, ("DELETE_FLAG",))
+    key_stage = _distinct_keys(session, task, stage)
+    keys = _keys(task, target, stage)
+    deleted = _soft_delete(session, task, target, key_stage, keys) if task.delete_mode == "soft" else session.run(
+        f"DELETE FROM {target.ref} AS t WHERE EXISTS (SELECT 1 FROM {key_stage.ref} s WHERE {_match(session, keys)})")
+    drop(session, key_stage)
+    return Outcome(counts(stage, count_rows(session, target), delete=deleted))
+
+
+def _distinct_keys(session: Session, task: SqlTask, stage: Stage) -> Stage:
+    keys = guards.stage_keys(task, stage)
+    columns = ", ".join(session.dialect.quote(k) for k in keys)
+    key_stage = derive_stage(session, task, "keys", f"SELECT DISTINCT {columns} FROM {stage.ref}")
+    for statement in session.dialect.prepare_stage(key_stage.name, keys):
+        session.run(statement)
+    return key_stage
+
+
+def _soft_delete(session: Session, task: SqlTask, target: Target, key_stage: Stage,
+                 keys: list[tuple[str, str]]) -> int:
+    """DELETE_FLAG = 'Y' on the rows not flagged yet (B46); on a target with versions, the active ones only."""
+    flag = _col(session, target, "DELETE_FLAG")
+    condition = f"{flag} IS NULL OR {flag} <> 'Y'"
+    if target.has("ACTIVE_FLAG"):
+        condition = f"({condition}) AND {_col(session, target, 'ACTIVE_FLAG')} = 'Y'"
+    assignments = [(target.name_of("DELETE_FLAG"), "'Y'"), *update_stamps(session.dialect, task, target)]
+    return session.run(session.dialect.update_from_stage(target.ref, key_stage.ref, keys, assignments, condition))

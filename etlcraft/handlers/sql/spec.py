@@ -1,0 +1,120 @@
+"""One SQL task attempt as the actions see it: the SELECT after $$ substitution, the target, the task parameters
+read through the parameter table, and the identities and time every written row is stamped with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from etlcraft.core import parameters as params
+from etlcraft.core.errors import SqlGuardError
+from etlcraft.core.selects import SelectError, read_select
+from etlcraft.core.sqltext import RUN_VALUES, UnknownTokenError, substitute
+from etlcraft.handlers.context import TaskContext
+from etlcraft.warehouse.names import TableName, parse_table_name
+
+ACTIONS = ("CREATE_TABLE", "SETUP_TABLE", "OVERWRITE_TABLE", "APPEND_TABLE", "SCD1_MERGE", "SCD2_MERGE",
+           "DELETE_ROWS")
+MERGES = ("SCD1_MERGE", "SCD2_MERGE")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """Who and when: written into the engine-managed columns of every row an attempt inserts or changes."""
+
+    pipeline_id: int
+    pipeline_run_id: int
+    task_run_id: int
+    attempt_id: int
+    actor: str
+    now: datetime
+
+
+@dataclass(frozen=True)
+class SqlTask:
+    action: str
+    task: str  # PIPELINE.TASK, for messages
+    source: str  # sql_files/<file>, for messages
+    select: str  # the one SELECT, $$ tokens substituted, without its trailing semicolon
+    target: TableName
+    keys: tuple[str, ...]  # MERGE_KEY
+    compare: tuple[str, ...] | None  # MERGE_COMPARE_COLUMNS; None: every column but the key
+    order: tuple[str, ...]  # MERGE_DEDUPE_ORDER items
+    evolve: bool  # SCHEMA_EVOLUTION
+    table_format: str  # TABLE_FORMAT
+    delete_mode: str  # DELETE_MODE
+    stamp: Stamp
+
+    def refuse(self, problem: str) -> SqlGuardError:
+        """The error for a refusal before the target was touched; `problem` names the value and the remedy."""
+        return SqlGuardError(f"{self.action} of task {self.task} into {self.target} refused: {problem} "
+                             f"(the target was not changed)")
+
+
+def read_task(ctx: TaskContext, dialect: str, stamp: Stamp) -> SqlTask:
+    """The attempt's SqlTask from its context: the SQL file read and checked, the parameters parsed."""
+    task = f"{ctx.pipeline_code}.{ctx.task_code}"
+    action = ctx.action or ""
+    if action not in ACTIONS:
+        raise SqlGuardError(f"task {task} has ACTION {ctx.action!r}; a SQL task's ACTION is one of "
+                            f"{', '.join(ACTIONS)}: correct it with a project migration")
+    if ctx.sql_path is None or not ctx.target_object:
+        missing = "SQL_FILE" if ctx.sql_path is None else "TARGET_OBJECT"
+        raise SqlGuardError(f"task {task} ({action}) has no {missing}; set it with a project migration")
+    try:
+        target = parse_table_name(ctx.target_object, dialect)
+    except ValueError as exc:
+        raise SqlGuardError(f"task {task}: TARGET_OBJECT {exc}; correct it with a project migration") from None
+    values = _parameters(ctx, task, action)
+    return SqlTask(action, task, f"sql_files/{ctx.sql_file}", _select(ctx, dialect, task), target,
+                   tuple(values["MERGE_KEY"] or ()), _optional_tuple(values["MERGE_COMPARE_COLUMNS"]),
+                   tuple(values["MERGE_DEDUPE_ORDER"] or ()), bool(values["SCHEMA_EVOLUTION"]),
+                   str(values["TABLE_FORMAT"] or "native"), str(values["DELETE_MODE"] or "soft"), stamp)
+
+
+def _optional_tuple(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _parameters(ctx: TaskContext, task: str, action: str) -> dict[str, Any]:
+    names = ("MERGE_KEY", "MERGE_COMPARE_COLUMNS", "MERGE_DEDUPE_ORDER", "SCHEMA_EVOLUTION", "TABLE_FORMAT",
+             "DELETE_MODE")
+    values: dict[str, Any] = {}
+    for name in names:
+        spec = params.BY_NAME[name]
+        raw = ctx.parameters.get(name)
+        if not spec.applies("SQL", action):
+            values[name] = None
+            continue
+        if raw is None and spec.required("SQL", action):
+            raise SqlGuardError(f"task {task} ({action}) has no parameter {name}; expected {spec.expected}: add it "
+                                "with a project migration")
+        try:
+            values[name] = spec.resolve(raw)
+        except ValueError as exc:
+            raise SqlGuardError(f"task {task}: parameter {name} {exc}; expected {spec.expected}: correct it with a "
+                                "project migration") from None
+    return values
+
+
+def _select(ctx: TaskContext, dialect: str, task: str) -> str:
+    path = ctx.sql_path
+    assert path is not None
+    source = f"sql_files/{ctx.sql_file}"
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise SqlGuardError(f"task {task}: cannot read {path} ({exc.strerror}); create the file or correct "
+                            "SQL_FILE with a project migration") from None
+    run_values: dict[str, object] = dict(zip(RUN_VALUES, (ctx.pipeline_id, ctx.pipeline_run_id, ctx.task_run_id,
+                                                          ctx.run_date), strict=True))
+    try:
+        sql = substitute(text, {**dict(ctx.parameters), **run_values}, dialect, source=source)
+        return read_select(sql, dialect, source=source).text
+    except UnknownTokenError as exc:
+        raise SqlGuardError(f"task {task}: {exc}") from None
+    except SelectError as exc:
+        raise SqlGuardError(f"task {task}: {source} {exc.found}; {exc.remedy}") from None
+    except ValueError as exc:
+        raise SqlGuardError(f"task {task}: {exc}") from None

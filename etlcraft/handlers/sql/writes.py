@@ -1,0 +1,82 @@
+"""The statements every action shares: inserting staged rows with etl-craft's columns filled in, the stamps an
+update writes, ROW_ID allocation and counting.
+
+ROW_ID continues from the target's MAX(ROW_ID), read in the same warehouse transaction as the INSERT while the
+caller holds the target's Engine DB lock, so two writers never hand out the same ids (S3.G.5, B38).
+"""
+
+from __future__ import annotations
+
+from etlcraft.handlers.sql.spec import SqlTask
+from etlcraft.handlers.sql.target import Target
+from etlcraft.warehouse.connection import Session
+from etlcraft.warehouse.dialects import ENGINE_COLUMN_TYPES, Column, Dialect
+
+
+def insert_values(dialect: Dialect, task: SqlTask, *, row_base: int = 0, order: str = "",
+                  hash_sql: str | None = None) -> dict[str, str]:
+    """What an inserted row gets in each engine-managed column (by upper-case name); columns left out stay NULL."""
+    stamp, lit = task.stamp, dialect.literal
+    values = {
+        "PIPELINE_ID": lit(stamp.pipeline_id), "PIPELINE_RUN_ID": lit(stamp.pipeline_run_id),
+        "TASK_RUN_ID": lit(stamp.task_run_id), "ROW_ID": f"{row_base} + ROW_NUMBER() OVER ({order})",
+        "CREATE_DATE": lit(stamp.now), "CREATED_BY": lit(stamp.actor), "UPDATE_DATE": lit(stamp.now),
+        "UPDATED_BY": lit(stamp.actor), "DELETE_FLAG": "'N'", "ACTIVE_FLAG": "'Y'",
+    }
+    if hash_sql is not None:
+        values["HASH_KEY"] = hash_sql
+    if task.action == "SCD2_MERGE":
+        values["VALID_FROM"] = lit(stamp.now)
+    return values
+
+
+def update_stamps(dialect: Dialect, task: SqlTask, target: Target) -> list[tuple[str, str]]:
+    """(column, value) for the identities and the update time an UPDATE writes, for the columns the target has."""
+    stamp, lit = task.stamp, dialect.literal
+    values = {"PIPELINE_ID": lit(stamp.pipeline_id), "PIPELINE_RUN_ID": lit(stamp.pipeline_run_id),
+              "TASK_RUN_ID": lit(stamp.task_run_id), "UPDATE_DATE": lit(stamp.now), "UPDATED_BY": lit(stamp.actor)}
+    return [(target.name_of(name), value) for name, value in values.items() if target.has(name)]
+
+
+def next_row_base(session: Session, target: Target) -> int:
+    """The largest ROW_ID in the target (0 when it has none)."""
+    if not target.has("ROW_ID"):
+        return 0
+    found = session.scalar(f"SELECT MAX({session.dialect.quote(target.name_of('ROW_ID'))}) FROM {target.ref}")
+    return int(found or 0)
+
+
+def insert_rows(session: Session, task: SqlTask, target: Target, source: str, columns: tuple[Column, ...], *,
+                where: str = "", order: str = "", hash_sql: str | None = None) -> int:
+    """INSERT INTO the target the rows of `source` (alias s) that match `where`: the SELECT's `columns` and the
+    engine-managed columns the target has. ROW_ID numbers the rows in `order` after the target's largest."""
+    dialect = session.dialect
+    q = dialect.quote
+    names = [target.name_of(c.name) for c in columns]
+    values = [f"s.{q(c.name)}" for c in columns]
+    base = next_row_base(session, target)
+    for name, value in insert_values(dialect, task, row_base=base, order=order, hash_sql=hash_sql).items():
+        if target.has(name):
+            names.append(target.name_of(name))
+            values.append(value)
+    condition = f"\n WHERE {where}" if where else ""
+    return session.run(f"INSERT INTO {target.ref} ({', '.join(q(n) for n in names)})\n"
+                       f"SELECT {', '.join(values)}\n  FROM {source} s{condition}")
+
+
+def create_as_select(session: Session, task: SqlTask, target: Target, source: str, columns: tuple[Column, ...],
+                     engine_columns: tuple[str, ...]) -> int:
+    """CREATE TABLE target AS the rows of `source` with `engine_columns` filled in; the rows written."""
+    dialect = session.dialect
+    q = dialect.quote
+    values = insert_values(dialect, task)
+    engine = [f"CAST({values.get(n, 'NULL')} AS {ENGINE_COLUMN_TYPES[n]}) AS {q(dialect.engine_name(n))}"
+              for n in engine_columns]
+    select = ", ".join([*(f"s.{q(c.name)}" for c in columns), *engine])
+    session.run(f"CREATE TABLE {target.ref} AS\nSELECT {select}\n  FROM {source} s")
+    return count_rows(session, target)
+
+
+def count_rows(session: Session, target: Target, where: str = "") -> int:
+    condition = f" WHERE {where}" if where else ""
+    return int(session.scalar(f"SELECT COUNT(*) FROM {target.ref} t{condition}"))
