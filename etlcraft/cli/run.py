@@ -9,36 +9,70 @@ import click
 from etlcraft.cli.context import CliContext
 from etlcraft.cli.output import document, emit, format_option
 from etlcraft.core.actor import acting_as
-from etlcraft.core.errors import IncompleteError, RunFailedError
+from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
-from etlcraft.services.runs import RunRequest, run_pipeline
+from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, run_pipeline
 
 
 @click.command("run")
 @click.option("--pipeline_code", "pipeline_code", required=True, metavar="P", help="The pipeline to run.")
 @click.option("--run-key", help="The run's key: resumes that run, or creates it when it does not exist.")
-@click.option("--run-id", type=int, help="Resume this existing IN-PROGRESS run.")
+@click.option("--run-id", type=int, help="The existing run to work in.")
 @click.option("--run-date", type=click.DateTime(formats=["%Y-%m-%d"]), help="The date the run runs as of "
               "(default: today in the project's time zone).")
-@click.option("--reason", help="Why this run is started (recorded on the run).")
+@click.option("--reason", help="Why this run is started or reopened (recorded).")
+@click.option("--task_code", "task_code", metavar="T", help="Run only task T in the run (its dependencies must be "
+              "met unless --ignore-dependencies).")
+@click.option("--rerun", metavar="T", help="Run task T again where it FAILED or was CANCELLED, reopening the run if "
+              "it has ended; the tasks its failure skipped run afterwards (now with --with-downstream).")
+@click.option("--with-downstream", is_flag=True, help="With --task_code or --rerun: also run the tasks that depend "
+              "on T, as their dependencies are met.")
+@click.option("--ignore-dependencies", is_flag=True, help="With --task_code: run T even though its dependencies are "
+              "not met.")
+@click.option("--force", is_flag=True, help="With --task_code: run T even if it succeeded, reopening an ended run "
+              "(recorded as REOPEN).")
+@click.option("--init-only", is_flag=True, help="Create and admit the run, print its id, run nothing (for an external "
+              "orchestrator that runs each task with --task_code).")
+@click.option("--finalize-only", is_flag=True, help="End the run from its task runs, run nothing.")
 @format_option
 @click.pass_obj
 def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: int | None, run_date: datetime | None,
-            reason: str | None, output_format: str) -> None:
+            reason: str | None, task_code: str | None, rerun: str | None, with_downstream: bool,
+            ignore_dependencies: bool, force: bool, init_only: bool, finalize_only: bool,
+            output_format: str) -> None:
     """Run pipeline P: create the run (or resume the one named by --run-key or --run-id, or the pipeline's one
     active run), own it with a lease, start each task as soon as its dependencies are met, one process per
     attempt within the pipeline's slots, and end the run when nothing is left to run.
 
-    Exits 0 when the run ends SUCCESS or SKIPPED, 9 when it ends FAILED or CANCELLED, 25 when it is left
-    unfinished (stopped by SIGTERM or SIGHUP, or its lease was lost).
+    With --task_code T or --rerun T, run only T (and with --with-downstream the tasks depending on it) in the run;
+    the run ends when all its tasks have settled, else it stays IN-PROGRESS for the next etl-craft run.
+
+    Exits 0 when the run (or the task) ends SUCCESS or SKIPPED, 9 when it ends FAILED or CANCELLED, 25 when it is
+    left unfinished (stopped by SIGTERM or SIGHUP, or its lease was lost), 26 when --task_code recorded nothing
+    because T's dependencies are not met yet.
     """
+    _check_options(task_code, rerun, with_downstream, ignore_dependencies, force, init_only, finalize_only, run_id,
+                   run_key)
     actor = ctx.actor()
-    request = RunRequest(pipeline_code, run_key, run_id, run_date.date() if run_date else None, reason)
+    task = None
+    if task_code or rerun:
+        task = TaskRequest(task_code or rerun or "", rerun=rerun is not None, with_downstream=with_downstream,
+                           ignore_dependencies=ignore_dependencies, force=force)
+    request = RunRequest(pipeline_code, run_key, run_id, run_date.date() if run_date else None, reason, task)
     quiet = output_format == "json"
     with acting_as(actor):
+        if init_only:
+            created = init_run(ctx.engine_db(), ctx.config(), request)
+            emit(output_format, document("run-init", 1, {"pipeline_run_id": created}),
+                 lambda: f"run {created} of {pipeline_code} is IN-PROGRESS; run its tasks with etl-craft run "
+                         f"--pipeline_code {pipeline_code} --run-id {created} --task_code T")
+            return
         try:
-            outcome = run_pipeline(ctx.engine_db(), ctx.config(), request,
-                                   on_event=(lambda _: None) if quiet else click.echo)
+            if finalize_only:
+                outcome = end_run(ctx.engine_db(), ctx.config(), request)
+            else:
+                outcome = run_pipeline(ctx.engine_db(), ctx.config(), request,
+                                       on_event=(lambda _: None) if quiet else click.echo)
         except Interrupted as exc:
             raise IncompleteError(f"etl-craft run was stopped by {exc}; its running tasks were stopped and recorded "
                                   f"FAILED; resume the run with etl-craft run --pipeline_code {pipeline_code} "
@@ -50,12 +84,35 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
         "skipped": [{"task_code": code, "reason": why} for code, why in outcome.skipped],
     })
     emit(output_format, doc, lambda: outcome.message)
+    failed = sorted({e.task_code for e in outcome.ended if e.status != "SUCCESS"})
     if outcome.status == "IN-PROGRESS":
-        raise IncompleteError(outcome.message)
+        if task is None or not outcome.ended:
+            raise IncompleteError(outcome.message)
+        if failed:
+            raise RunFailedError(f"{', '.join(failed)} did not succeed in run {outcome.pipeline_run_id}; see "
+                                 f"etl-craft status --pipeline_code {pipeline_code} --run-id {outcome.pipeline_run_id}")
+        return
     if outcome.status in ("FAILED", "CANCELLED"):
-        failed = sorted({e.task_code for e in outcome.ended if e.status != "SUCCESS"})
         raise RunFailedError(f"run {outcome.pipeline_run_id} of {pipeline_code} ended {outcome.status}"
                              + (f" (failed: {', '.join(failed)})" if failed else "")
                              + f"; see etl-craft status --pipeline_code {pipeline_code} --run-id "
                              f"{outcome.pipeline_run_id}")
 
+
+def _check_options(task_code: str | None, rerun: str | None, with_downstream: bool, ignore_dependencies: bool,
+                   force: bool, init_only: bool, finalize_only: bool, run_id: int | None, run_key: str | None) -> None:
+    """Refuse option combinations that contradict each other, naming both."""
+    if task_code and rerun:
+        raise UsageError("--task_code and --rerun both name a task to run; give one of them")
+    if init_only and finalize_only:
+        raise UsageError("--init-only and --finalize-only contradict each other; give one of them")
+    if (init_only or finalize_only) and (task_code or rerun):
+        flag = "--init-only" if init_only else "--finalize-only"
+        raise UsageError(f"{flag} runs no task, so it cannot be given with --task_code or --rerun")
+    if with_downstream and not (task_code or rerun):
+        raise UsageError("--with-downstream needs the task to start from: give --task_code T or --rerun T")
+    for flag, given in (("--ignore-dependencies", ignore_dependencies), ("--force", force)):
+        if given and not task_code:
+            raise UsageError(f"{flag} applies to one task: give --task_code T")
+    if run_id is not None and run_key is not None:
+        raise UsageError("--run-id and --run-key both name the run; give one of them")

@@ -101,12 +101,14 @@ class Heartbeat(threading.Thread):
 
 
 class RunLoop:
-    """Drives one owned IN-PROGRESS run to its end."""
+    """Drives one owned IN-PROGRESS run to its end; with a scope, only the tasks in it (a task command), then ends
+    the run only if every task of it has settled, else releases it IN-PROGRESS."""
 
     def __init__(self, db: EngineDB, run_id: int, settings: RunSettings, actor: Actor,
-                 timeouts: Callable[[int], float | None], on_event: Callable[[str], None]) -> None:
+                 timeouts: Callable[[int], float | None], on_event: Callable[[str], None],
+                 scope: frozenset[int] | None = None) -> None:
         self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
-        self.timeouts, self.on_event = timeouts, on_event
+        self.timeouts, self.on_event, self.scope = timeouts, on_event, scope
         self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots, settings.log_dir)
         self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
         self.task_codes: dict[int, str] = {}
@@ -124,6 +126,7 @@ class RunLoop:
                     reason = f"stopped: the etl-craft run supervising it received {exc}"
                     self.outcome.ended += self.supervisor.stop_all(reason)
                     self.outcome.message = f"{reason}; run {self.run_id} is left IN-PROGRESS to resume"
+                    self._release()
                     raise
         finally:
             heartbeat.stop()
@@ -150,7 +153,8 @@ class RunLoop:
     def _dispatch(self) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""
         started = False
-        ready = call(self.db, "ready_tasks", run_id=self.run_id)
+        ready = [t for t in call(self.db, "ready_tasks", run_id=self.run_id)
+                 if self.scope is None or t.task_id in self.scope]
         for task in (t for t in ready if t.decision == "SKIP"):
             call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=task.reason)
             self.outcome.skipped.append((task.task_code, task.reason))
@@ -204,7 +208,28 @@ class RunLoop:
                 self.on_event(f"{row['task_code']}: attempt {row['attempt_id']} was lost; queued again")
 
     def _finalize(self) -> None:
+        if self.scope is not None:
+            # A task command ran its tasks; the run ends only when no other task of it is left to run (B25): one
+            # without a settled task run, or one the engine skipped that can run now (its failed upstream was rerun).
+            ready = {t.task_code for t in call(self.db, "ready_tasks", run_id=self.run_id) if t.decision == "RUN"}
+            waiting = sorted(ready | set(self._unsettled()))
+            if waiting:
+                self._release()
+                self.outcome.message = (
+                    f"run {self.run_id} stays IN-PROGRESS: {len(waiting)} task(s) have not run yet "
+                    f"({', '.join(waiting)}); etl-craft run --pipeline_code P --run-id {self.run_id} runs them")
+                return
         with acting_as(SYSTEM):  # the engine ends the run (ENDED_BY_KIND SYSTEM); operators end runs by mark/cancel
             ended = call(self.db, "finalize_run", run_id=self.run_id, owner_id=self.settings.owner_id)[0]
         self.outcome.status = ended.status
         self.outcome.message = f"run {self.run_id} ended {ended.status}"
+
+    def _unsettled(self) -> list[str]:
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
+        return [str(r["task_code"]) for r in rows if r["status"] not in ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")]
+
+    def _release(self) -> None:
+        """Give the run up without ending it, so the next etl-craft run resumes it at once (not after the lease)."""
+        with contextlib.suppress(EtlCraftError):
+            call(self.db, "release_run", run_id=self.run_id, owner_id=self.settings.owner_id)

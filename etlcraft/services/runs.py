@@ -13,15 +13,27 @@ from pathlib import Path
 from typing import Any
 
 from etlcraft.config.loader import ProjectConfig
-from etlcraft.core.actor import current_actor
-from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError
+from etlcraft.core.actor import SYSTEM, acting_as, current_actor
+from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError, WaitingError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, is_alive, owner_id
 from etlcraft.engine.db import EngineDB, format_timestamp
-from etlcraft.engine.functions import call
+from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.overseer.local import RunLoop, RunOutcome, RunSettings
 from etlcraft.supervisor.child import ChildRequest
+
+
+@dataclass(frozen=True)
+class TaskRequest:
+    """Run one task of a run (`run --task_code T`, or `--rerun T` for a task that failed), and with_downstream the
+    tasks that depend on it, as their dependencies are met."""
+
+    task_code: str
+    rerun: bool = False
+    with_downstream: bool = False
+    ignore_dependencies: bool = False
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,7 @@ class RunRequest:
     run_id: int | None = None
     run_date: date | None = None
     reason: str | None = None
+    task: TaskRequest | None = None
 
 
 @dataclass(frozen=True)
@@ -125,9 +138,28 @@ def task_timeouts(db: EngineDB, run_id: int) -> Callable[[int], float | None]:
     return lambda task_id: limits.get(task_id) or None
 
 
+def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: int, me: str) -> RunSettings:
+    orchestration = config.orchestration
+    actor = current_actor()
+    return RunSettings(
+        owner_id=me, slots=pipeline.slots or orchestration.max_parallel_tasks,
+        lease_seconds=orchestration.lease_seconds,
+        heartbeat_seconds=orchestration.heartbeat_seconds,
+        log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline.code / str(run_id),
+        child=ChildRequest(
+            attempt_id=0, owner_id=me, project_dir=str(config.project_dir), engine_url=str(db.url.render_as_string(
+                hide_password=False)), engine_schema=db.schema or "etl_craft",
+            engine_password=config.secret_value(config.engine), log_path="", actor_name=actor.name,
+            actor_kind=str(actor.kind), lease_seconds=orchestration.lease_seconds),
+    )
+
+
 def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
                  on_event: Callable[[str], None] = lambda _: None) -> RunOutcome:
-    """Create or resume the run `request` names and drive it to its end in the foreground."""
+    """Create or resume the run `request` names and drive it to its end in the foreground; with request.task, run
+    that one task (and its downstream) in the run instead."""
+    if request.task is not None:
+        return run_task(db, config, request, request.task, on_event)
     orchestration = config.orchestration
     pipeline = find_pipeline(db, request.pipeline_code)
     lease = orchestration.lease_seconds
@@ -138,18 +170,162 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     call(db, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
     fault_point("run_created")
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
-    actor = current_actor()
-    settings = RunSettings(
-        owner_id=me, slots=pipeline.slots or orchestration.max_parallel_tasks, lease_seconds=lease,
-        heartbeat_seconds=orchestration.heartbeat_seconds,
-        log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline.code / str(run_id),
-        child=ChildRequest(
-            attempt_id=0, owner_id=me, project_dir=str(config.project_dir), engine_url=str(db.url.render_as_string(
-                hide_password=False)), engine_schema=db.schema or "etl_craft",
-            engine_password=config.secret_value(config.engine), log_path="", actor_name=actor.name,
-            actor_kind=str(actor.kind), lease_seconds=lease),
-    )
-    return RunLoop(db, run_id, settings, actor, task_timeouts(db, run_id), on_event).run()
+    settings = _settings(db, config, pipeline, run_id, me)
+    return RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event).run()
+
+
+def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request: RunRequest) -> dict[str, Any]:
+    """The run a task command works in: named by --run-id, by --run-key (created when the key is new), else the
+    pipeline's single active run. Refuses to guess between several, or when there is none."""
+    with db.read() as conn:
+        if request.run_id is not None:
+            row = fetch_one(db, conn, "run_header", run_id=request.run_id)
+            if row is None or row["pipeline_id"] != pipeline.pipeline_id:
+                raise NotFoundError(f"run {request.run_id} is not a run of pipeline {pipeline.code}; "
+                                    f"see etl-craft history --pipeline_code {pipeline.code}")
+            return row
+        if request.run_key is not None:
+            found = fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=request.run_key)
+        else:
+            active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
+            if len(active) != 1:
+                listed = "; ".join(f"run {r['pipeline_run_id']} ({r['run_key']}, {r['status']})" for r in active)
+                raise AmbiguousError(
+                    f"pipeline {pipeline.code} has {len(active)} active runs{': ' + listed if active else ''}; name "
+                    f"the run with --run-id or --run-key (etl-craft history --pipeline_code {pipeline.code} lists "
+                    "them)")
+            found = active[0]
+        if found is not None:
+            row = fetch_one(db, conn, "run_header", run_id=found["pipeline_run_id"])
+            assert row is not None
+            return row
+    run_date = request.run_date or datetime.now(config.orchestration.zone).date()
+    run_id = choose_run(db, pipeline, request, run_date, config.sha256)
+    with db.read() as conn:
+        row = fetch_one(db, conn, "run_header", run_id=run_id)
+    assert row is not None
+    return row
+
+
+def downstream_of(edges: list[dict[str, Any]], task_id: int) -> set[int]:
+    """Every task that depends on task_id in the pipeline, directly or through other tasks."""
+    below: dict[int, set[int]] = {}
+    for edge in edges:
+        below.setdefault(int(edge["depends_on_task_id"]), set()).add(int(edge["task_id"]))
+    found: set[int] = set()
+    todo = [task_id]
+    while todo:
+        for child in below.get(todo.pop(), set()) - found:
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: TaskRequest,
+             on_event: Callable[[str], None] = lambda _: None) -> RunOutcome:
+    """Run one task of a run now, in the foreground, and with_downstream its dependents as they become ready.
+
+    Whether the task may run is decided before anything is written, and the decision, the reopening of an ended
+    run, the ownership of the run and the task's queued attempt are one transaction: a refused command changes
+    nothing (B31). The run is finalized afterwards only when every task of it has settled (B25); otherwise it is
+    released, IN-PROGRESS, for `etl-craft run --pipeline_code P` to finish."""
+    pipeline = find_pipeline(db, request.pipeline_code)
+    lease = config.orchestration.lease_seconds
+    reconcile(db, lease)
+    run = select_run(db, config, pipeline, request)
+    run_id, run_status = int(run["pipeline_run_id"]), str(run["status"])
+    with db.read() as conn:
+        rows = {r["task_code"]: r for r in fetch_all(db, conn, "run_task_rows", run_id=run_id)}
+        edges = fetch_all(db, conn, "run_task_edges", run_id=run_id)
+    row = rows.get(task.task_code)
+    if row is None:
+        raise NotFoundError(f"task {task.task_code} is not an active task of pipeline {pipeline.code}; its tasks are "
+                            f"{', '.join(sorted(rows)) or 'none'}")
+    task_id, status = int(row["task_id"]), row["status"]
+    where = f"in run {run_id} of {pipeline.code}"
+    _refuse_task(task, status, run_id, run_status, row, where)
+    me = owner_id()
+    with db.write() as conn:
+        if run_status != "IN-PROGRESS":
+            why = (task.rerun and f"--rerun {task.task_code}") or f"--task_code {task.task_code} --force"
+            call_in(db, conn, "reopen_run", run_id=run_id,
+                    reason=request.reason or f"etl-craft run {why}")
+        call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
+        if status is None and not task.ignore_dependencies:
+            _check_dependencies(db, conn, task, run_id, task_id, rows, edges, where)
+        queued = call_in(db, conn, "queue_attempt", run_id=run_id, task_id=task_id, rerun=status == "SUCCESS")[0]
+        if queued.outcome != "QUEUED":
+            raise WaitingError(f"task {task.task_code} {where} waits: {queued.reason}; nothing was recorded")
+    on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
+    scope = frozenset({task_id} | (downstream_of(edges, task_id) if task.with_downstream else set()))
+    settings = _settings(db, config, pipeline, run_id, me)
+    loop = RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event, scope=scope)
+    loop.task_codes[task_id] = task.task_code
+    return loop.run()
+
+
+def _refuse_task(task: TaskRequest, status: str | None, run_id: int, run_status: str, row: dict[str, Any],
+                 where: str) -> None:
+    """Refuse, before anything is written, a task command that cannot run the task."""
+    code = task.task_code
+    if run_status == "QUEUED":
+        raise RefusedByPolicyError(f"run {run_id} is QUEUED: its gates have not admitted it yet; "
+                                   "see etl-craft status")
+    if status == "IN-PROGRESS":
+        raise RefusedByPolicyError(f"task {code} {where} is running now (attempt {row['attempt_id']}, "
+                                   f"{row['attempt_status']}, owner {row['owner_id']}); wait for it to end")
+    if task.rerun:
+        if status not in ("FAILED", "CANCELLED"):
+            raise RefusedByPolicyError(f"task {code} {where} is {status or 'not run'}: --rerun runs again a task that "
+                                       f"FAILED or was CANCELLED; run this one with --task_code {code}")
+        return
+    if status == "SUCCESS" and not task.force:
+        raise RefusedByPolicyError(f"task {code} {where} already succeeded; pass --force to run it again")
+    if run_status != "IN-PROGRESS":
+        if not task.force:
+            raise RefusedByPolicyError(f"run {run_id} is {run_status}: pass --force to reopen it and run "
+                                       f"{code} (recorded as REOPEN), or --rerun {code} for a task that failed")
+        if run_status == "CANCELLED":
+            raise RefusedByPolicyError(f"run {run_id} was CANCELLED, so --force will not reopen it; start "
+                                       f"a new run with another --run-key to run {code}")
+
+
+def _check_dependencies(db: EngineDB, conn: Any, task: TaskRequest, run_id: int, task_id: int,
+                        rows: dict[str, dict[str, Any]], edges: list[dict[str, Any]], where: str) -> None:
+    """The database's ready set decides: RUN goes on, SKIP can never run, absent waits for its upstream tasks."""
+    decision = next((t for t in call_in(db, conn, "ready_tasks", run_id=run_id) if t.task_id == task_id), None)
+    if decision is not None and decision.decision == "RUN":
+        return
+    if decision is not None:
+        raise RefusedByPolicyError(f"task {task.task_code} {where} can never run: {decision.reason}; pass "
+                                   "--ignore-dependencies to run it anyway")
+    status_of = {int(r["task_id"]): r["status"] or "not run" for r in rows.values()}
+    upstream = ", ".join(f"{e['upstream_task_code']} ({e['dependency_type']} needed, "
+                         f"{status_of[int(e['depends_on_task_id'])]})" for e in edges if int(e["task_id"]) == task_id)
+    raise WaitingError(f"task {task.task_code} {where} waits for its dependencies: {upstream}; nothing was "
+                       f"recorded. Run them first (etl-craft run --pipeline_code P --run-id {run_id}), or pass "
+                       "--ignore-dependencies")
+
+
+def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
+    """`run --init-only`: create and admit the run (or find the one the key or the pipeline's active run names)
+    without running anything, for an orchestrator that then runs each task with --task_code."""
+    pipeline = find_pipeline(db, request.pipeline_code)
+    reconcile(db, config.orchestration.lease_seconds)
+    run_date = request.run_date or datetime.now(config.orchestration.zone).date()
+    return choose_run(db, pipeline, request, run_date, config.sha256)
+
+
+def end_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> RunOutcome:
+    """`run --finalize-only`: end the run from its task runs (refused while a task has not settled)."""
+    pipeline = find_pipeline(db, request.pipeline_code)
+    reconcile(db, config.orchestration.lease_seconds)
+    run = select_run(db, config, pipeline, request)
+    run_id = int(run["pipeline_run_id"])
+    _must_be_in_progress(run_id, str(run["status"]))
+    with acting_as(SYSTEM):
+        ended = call(db, "finalize_run", run_id=run_id)[0]
+    return RunOutcome(run_id, ended.status, f"run {run_id} ended {ended.status}")
 
 
 def attempt_log(db: EngineDB, attempt_id: int) -> tuple[dict[str, Any], str]:

@@ -82,6 +82,59 @@ END
 $fn$;
 -- @end renew_lease
 
+-- @function release_run
+-- @args run_id bigint, owner_id text
+-- @returns pipeline_run_id bigint, status text, released bool
+-- @purpose A supervisor gives up an IN-PROGRESS run it owns without ending it (it ran what it was asked to, or
+--   it was stopped): OWNER_ID and LEASE_EXPIRES_AT are cleared so another etl-craft run can resume it at once instead
+--   of waiting for the lease to expire. A run owner_id does not own (ended, never owned, or taken over) is left as it is
+--   (released = false).
+-- @transition none (ownership of an IN-PROGRESS run released)
+-- @locks the run row
+-- @errors EC021 no such run; EC023 an attempt of the run owned by owner_id is still CLAIMED or RUNNING (finish or
+--   stop it first)
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'release_run' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.release_run(
+  p_run_id bigint,
+  p_owner_id text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, status text, released boolean)
+LANGUAGE plpgsql AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be released by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || ': its attempt ' || a.ATTEMPT_ID || ' is still ' || a.STATUS || '; finish or stop that attempt first')
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+   WHERE t.PIPELINE_RUN_ID = p_run_id AND a.OWNER_ID = p_owner_id
+     AND a.STATUS IN ('CLAIMED', 'RUNNING');
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS' AND OWNER_ID = p_owner_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.released::boolean
+    FROM (
+      SELECT PIPELINE_RUN_ID, STATUS, v_rows = 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id
+    ) AS q(pipeline_run_id, status, released);
+END
+$fn$;
+-- @end release_run
+
 -- @function reconcile_expired
 -- @args grace_seconds int = 0, host text = NULL
 -- @returns attempt_id bigint, owner_id text, task_run_status text

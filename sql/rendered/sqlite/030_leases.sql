@@ -18,6 +18,19 @@
 --   below 1
 -- @end renew_lease
 
+-- @function release_run
+-- @args run_id bigint, owner_id text
+-- @returns pipeline_run_id bigint, status text, released bool
+-- @purpose A supervisor gives up an IN-PROGRESS run it owns without ending it (it ran what it was asked to, or
+--   it was stopped): OWNER_ID and LEASE_EXPIRES_AT are cleared so another etl-craft run can resume it at once instead
+--   of waiting for the lease to expire. A run owner_id does not own (ended, never owned, or taken over) is left as it is
+--   (released = false).
+-- @transition none (ownership of an IN-PROGRESS run released)
+-- @locks the run row
+-- @errors EC021 no such run; EC023 an attempt of the run owned by owner_id is still CLAIMED or RUNNING (finish or
+--   stop it first)
+-- @end release_run
+
 -- @function reconcile_expired
 -- @args grace_seconds int = 0, host text = NULL
 -- @returns attempt_id bigint, owner_id text, task_run_status text

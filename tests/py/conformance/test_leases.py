@@ -147,6 +147,22 @@ def test_reconcile_expired__releases_an_expired_run_once_no_attempt_of_it_is_liv
     assert (owned.status, owned.owner_id) == ("IN-PROGRESS", OTHER), "the run can be resumed by another process"
 
 
+def test_release_run__its_owner_gives_the_run_up_once_its_attempts_ended__others_release_nothing(
+        att: Attempts) -> None:
+    run = att.run()
+    call(att.db, "start_run", run_id=run, owner_id=OWNER)
+    a = att.running()
+    with pytest.raises(RefusedByPolicyError, match=f"its attempt {a.attempt_id} is still RUNNING"):
+        call(att.db, "release_run", run_id=run, owner_id=OWNER)
+    assert [tuple(r) for r in call(att.db, "release_run", run_id=run, owner_id=OTHER)] == [
+        (run, "IN-PROGRESS", False)]
+    call(att.db, "finish_attempt", attempt_id=a.attempt_id, owner_id=OWNER, status="SUCCESS", exit_code=0)
+    assert [tuple(r) for r in call(att.db, "release_run", run_id=run, owner_id=OWNER)] == [(run, "IN-PROGRESS", True)]
+    released = att.run_row(run)
+    assert (released["STATUS"], released["OWNER_ID"], released["LEASE_EXPIRES_AT"]) == ("IN-PROGRESS", None, None)
+    assert call(att.db, "start_run", run_id=run, owner_id=OTHER)[0].owner_id == OTHER, "resumable at once"
+
+
 def test_reconcile_expired__a_live_run_lease_is_kept(att: Attempts) -> None:
     run = att.run()
     call(att.db, "start_run", run_id=run, owner_id=OWNER, lease_seconds=300)

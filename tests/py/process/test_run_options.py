@@ -1,0 +1,160 @@
+"""Task commands of the real `etl-craft run`: --task_code, --rerun (with and without --with-downstream),
+--ignore-dependencies, --force, --init-only and --finalize-only. The scenarios that race or end runs run on a SQLite
+and a PostgreSQL Engine DB; the option logic, which lives in the same database functions, on SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.py.support.cli import etl_craft, start_etl_craft
+from tests.py.support.project import Task, wait_for, write_project
+
+pytestmark = pytest.mark.process
+
+# load fails until migration 0002 fixes its parameters; report depends on load; audit runs on its own.
+FLOW = {"flow": [Task("load", {"fail": True}), Task("report"), Task("audit")]}
+EDGES = [("report", "load", "SUCCESS")]
+FIX_LOAD = ("UPDATE CFG_TASK_PARAMETERS SET PARAMETER_VALUE = '{}' WHERE PARAMETER_NAME = 'INPUT_PARAMS'"
+            " AND TASK_ID = (SELECT TASK_ID FROM CFG_TASKS WHERE TASK_CODE = 'load');\n")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def engine_url(request: pytest.FixtureRequest) -> str | None:
+    return None if request.param == "sqlite" else request.getfixturevalue("empty_pg_url")
+
+
+def _status(project: Path, run_id: int) -> dict[str, object]:
+    done = etl_craft("status", "--pipeline_code", "flow", "--run-id", str(run_id), "--format", "json", cwd=project)
+    assert done.code == 0, done.err
+    return json.loads(done.out)
+
+
+def _run_status(project: Path, run_id: int) -> str:
+    return str(_status(project, run_id)["run"]["status"])  # type: ignore[index]
+
+
+def _tasks(project: Path, run_id: int) -> dict[str, tuple[str, int]]:
+    """task code -> (status, attempt count) in the run."""
+    tasks = _status(project, run_id)["tasks"]
+    return {t["task_code"]: (t["status"], t["attempts"]) for t in tasks}  # type: ignore[union-attr]
+
+
+def _failed_run(tmp_path: Path, engine_url: str | None) -> Path:
+    """Run 1 of flow ended FAILED: load FAILED, report SKIPPED, audit SUCCESS; then load's metadata is fixed."""
+    project = write_project(tmp_path / "p", engine_url, FLOW, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline_code", "flow", cwd=project).code == 9
+    (project / "migrations" / "0002_fix_load.sql").write_text(FIX_LOAD)
+    assert etl_craft("migrate", cwd=project).code == 0
+    return project
+
+
+def test_b25_rerun_of_a_failed_task__the_tasks_its_failure_skipped_run_before_the_run_ends(
+        tmp_path: Path, engine_url: str | None) -> None:
+    project = _failed_run(tmp_path, engine_url)
+    rerun = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "load", cwd=project)
+    assert rerun.code == 0, rerun.err
+    assert "run 1 stays IN-PROGRESS: 1 task(s) have not run yet (report)" in rerun.out
+    assert _run_status(project, 1) == "IN-PROGRESS", "report never ran: the run must not end SUCCESS"
+    assert _tasks(project, 1)["load"] == ("SUCCESS", 2)
+
+    resumed = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=project)
+    assert resumed.code == 0, resumed.err
+    assert _run_status(project, 1) == "SUCCESS"
+    assert _tasks(project, 1) == {"audit": ("SUCCESS", 1), "load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
+
+
+def test_rerun_with_downstream__runs_the_skipped_dependents_and_ends_the_run(tmp_path: Path) -> None:
+    project = _failed_run(tmp_path, None)
+    done = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "load", "--with-downstream",
+                     "--reason", "load fixed", "--format", "json", cwd=project)
+    assert done.code == 0, done.err
+    outcome = json.loads(done.out)
+    assert (outcome["status"], [a["task_code"] for a in outcome["attempts"]]) == ("SUCCESS", ["load", "report"])
+    assert _tasks(project, 1) == {"audit": ("SUCCESS", 1), "load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
+
+
+def test_b31_a_refused_rerun_changes_nothing(tmp_path: Path) -> None:
+    project = _failed_run(tmp_path, None)
+    before = _status(project, 1)
+    refused = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "audit", cwd=project)
+    assert refused.code == 24
+    assert ("task audit in run 1 of flow is SUCCESS: --rerun runs again a task that FAILED or was CANCELLED"
+            in refused.err)
+    assert _status(project, 1) == before, "the run was not reopened and nothing was queued"
+
+
+def test_task_code__unmet_dependencies_wait_and_record_nothing__ignore_dependencies_runs_it(
+        tmp_path: Path, engine_url: str | None) -> None:
+    project = write_project(tmp_path / "p", engine_url, {"flow": [Task("load"), Task("report"), Task("audit")]},
+                            EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    init = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--init-only", "--format", "json",
+                     cwd=project)
+    assert init.code == 0, init.err
+    run_id = json.loads(init.out)["pipeline_run_id"]
+
+    waiting = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--task_code", "report", cwd=project)
+    assert waiting.code == 26
+    assert "task report in run 1 of flow waits for its dependencies: load (SUCCESS needed, not run)" in waiting.err
+    assert _tasks(project, run_id)["report"] == ("NOT RUN", 0), "nothing was recorded for report"
+
+    forced = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--task_code", "report",
+                       "--ignore-dependencies", cwd=project)
+    assert forced.code == 0, forced.err
+    assert "2 task(s) have not run yet (audit, load)" in forced.out
+    refused = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--finalize-only", cwd=project)
+    assert refused.code == 24, refused.err
+    assert "run 1 cannot be finalized: task(s) audit (never ran), load (never ran) have not settled" in refused.err
+
+    for task in ("load", "audit"):
+        assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--task_code", task,
+                         cwd=project).code == 0
+    assert _run_status(project, run_id) == "SUCCESS", "the last task command ended the settled run"
+
+
+def test_force__reruns_a_succeeded_task_in_an_ended_run_and_ends_the_run_again(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline_code", "flow", cwd=project).code == 0
+    plain = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--task_code", "load", cwd=project)
+    assert plain.code == 24 and "task load in run 1 of flow already succeeded; pass --force" in plain.err
+
+    forced = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--task_code", "load", "--force",
+                       "--reason", "reload after a source fix", cwd=project)
+    assert forced.code == 0, forced.err
+    assert _run_status(project, 1) == "SUCCESS"
+    assert _tasks(project, 1) == {"load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
+
+
+def test_option_contradictions__refused_naming_both(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load")]}, [])
+    for args, message in (
+            (("--task_code", "load", "--rerun", "load"), "--task_code and --rerun both name a task"),
+            (("--with-downstream",), "--with-downstream needs the task to start from"),
+            (("--rerun", "load", "--force"), "--force applies to one task: give --task_code T"),
+            (("--init-only", "--finalize-only"), "--init-only and --finalize-only contradict each other"),
+            (("--run-id", "1", "--run-key", "k"), "--run-id and --run-key both name the run")):
+        done = etl_craft("run", "--pipeline_code", "flow", *args, cwd=project)
+        assert (done.code, message in done.err) == (2, True), (args, done.err)
+
+
+def test_b24_two_task_commands_for_one_task_at_once__it_runs_once__a_pipeline_run_waits_its_turn(
+        tmp_path: Path, engine_url: str | None) -> None:
+    project = write_project(tmp_path / "p", engine_url, {"flow": [Task("slow", {"seconds": 8})]}, [])
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--init-only", cwd=project).code == 0
+    first = start_etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--task_code", "slow", cwd=project,
+                            log=tmp_path / "first.log")
+    wait_for(lambda: any((project / "marks").glob("slow.*.start")) if (project / "marks").is_dir() else False,
+             what="the task to start")
+    second = etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--task_code", "slow", cwd=project)
+    assert second.code == 24 and "task slow in run 1 of flow is running now" in second.err, second.err
+    whole = etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", cwd=project)
+    assert whole.code == 24 and "run 1 is supervised by" in whole.err, whole.err
+    assert first.wait(timeout=60) == 0
+    assert _run_status(project, 1) == "SUCCESS"
+    assert len(list((project / "marks").glob("slow.*.start"))) == 1, "the task ran once"
