@@ -25,7 +25,7 @@ test-sql: install ## pgTAP suites (tests/sql) with pg_prove against a fresh Post
 	$(PYTHON) tests/sql/run_pgtap.py
 
 test-py: install ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker processes (PYTEST_WORKERS)
-	$(PYTHON) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist worksteal --durations=15
+	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 lint: install ## ruff and mypy
 	ruff check etlcraft tests scripts bench
