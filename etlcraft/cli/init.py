@@ -16,7 +16,8 @@ from etlcraft.services.scaffold import scaffold
 @format_option
 def command(directory: Path, project_code: str | None, output_format: str) -> None:
     """Create a project in DIRECTORY: craft-connector.yml (SQLite Engine DB, DuckDB warehouse), .env.example,
-    migrations/0001_example.sql with an example pipeline, sql_files/, ingestion_scripts/ and tests/.
+    migrations/ with an example (pipeline shop_ingest of two ingestion scripts, then customer_orders of three SQL
+    transforms), sql_files/, ingestion_scripts/ and tests/.
 
     Running it again is safe: identical files are kept, and a file that differs is refused.
     """

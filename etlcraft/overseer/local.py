@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,9 +107,10 @@ class RunLoop:
 
     def __init__(self, db: EngineDB, run_id: int, settings: RunSettings, actor: Actor,
                  timeouts: Callable[[int], float | None], on_event: Callable[[str], None],
-                 scope: frozenset[int] | None = None) -> None:
+                 reconcile: Callable[[], object], scope: frozenset[int] | None = None) -> None:
         self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
-        self.timeouts, self.on_event, self.scope = timeouts, on_event, scope
+        self.timeouts, self.on_event, self.reconcile, self.scope = timeouts, on_event, reconcile, scope
+        self.waited_on: set[int] = set()
         self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots, settings.log_dir)
         self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
         self.task_codes: dict[int, str] = {}
@@ -141,6 +143,8 @@ class RunLoop:
             started = self._dispatch()
             if not self.supervisor.children:
                 if started:
+                    continue
+                if self._foreign_attempts_live():
                     continue
                 break
             for ended in self.supervisor.wait(timeout=self.settings.heartbeat_seconds):
@@ -197,6 +201,26 @@ class RunLoop:
             rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
         self.task_codes.update({int(r["task_id"]): str(r["task_code"]) for r in rows})
         return self.task_codes[task_id]
+
+    def _foreign_attempts_live(self) -> bool:
+        """An attempt of this run still leased to another owner (a supervisor that died or let the run go while its
+        task process runs on) may yet record its outcome, or its lease expires: wait a heartbeat, reconcile, and
+        queue again what was lost, rather than finalizing under it."""
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
+        foreign = [r for r in rows if r["attempt_status"] in ("CLAIMED", "RUNNING")
+                   and r["owner_id"] != self.settings.owner_id]
+        if not foreign:
+            return False
+        for row in foreign:
+            if row["attempt_id"] not in self.waited_on:
+                self.waited_on.add(row["attempt_id"])
+                self.on_event(f"{row['task_code']}: waiting for attempt {row['attempt_id']}, {row['attempt_status']} "
+                              f"by {row['owner_id']}, to end or its lease to expire")
+        time.sleep(self.settings.heartbeat_seconds)  # no child of ours to wait on: SIGTERM still interrupts this
+        self.reconcile()
+        self.requeue_lost()
+        return True
 
     def requeue_lost(self) -> None:
         """A task whose latest attempt was LOST (its owner died) runs again: nobody knows whether it finished."""

@@ -102,19 +102,26 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
             raise AmbiguousError(f"pipeline {pipeline.code} has {len(active)} active runs: {listed}; "
                                  "name one with --run-id or --run-key")
         if active:
-            return _must_be_in_progress(int(active[0]["pipeline_run_id"]), str(active[0]["status"]))
+            return _admitted(db, pipeline, int(active[0]["pipeline_run_id"]), str(active[0]["run_key"]),
+                             str(active[0]["status"]))
     key = request.run_key or f"manual:{uuid.uuid4()}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=run_date, status="QUEUED",
                reason=request.reason, config_sha256=config_sha256)[0]
-    if row.status == "QUEUED":
-        admitted = call(db, "admit_run", run_id=row.pipeline_run_id)[0]
-        if admitted.status != "IN-PROGRESS":
-            raise RefusedByPolicyError(
-                f"run {row.pipeline_run_id} ({key}) of {pipeline.code} waits: {admitted.unsatisfied} dependency(ies) "
-                "on other pipelines are not met; see the gate decisions with etl-craft status"
-            )
-        return int(row.pipeline_run_id)
-    return _must_be_in_progress(int(row.pipeline_run_id), str(row.status))
+    return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
+
+
+def _admitted(db: EngineDB, pipeline: Pipeline, run_id: int, key: str, status: str) -> int:
+    """A QUEUED run is judged by its gates again each time it is asked for (admit_run records each decision):
+    admitted, it runs; not yet, the command waits (exit 26) and the run stays QUEUED for the next try."""
+    if status != "QUEUED":
+        return _must_be_in_progress(run_id, status)
+    admitted = call(db, "admit_run", run_id=run_id)[0]
+    if admitted.status != "IN-PROGRESS":
+        raise WaitingError(
+            f"run {run_id} ({key}) of {pipeline.code} waits: {admitted.unsatisfied} dependency(ies) on other "
+            f"pipelines are not met; etl-craft status --pipeline_code {pipeline.code} --run-id {run_id} shows its "
+            "gate decisions, and the next etl-craft run of the pipeline judges them again")
+    return run_id
 
 
 def _must_be_in_progress(run_id: int, status: str) -> int:
@@ -171,7 +178,8 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     fault_point("run_created")
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
     settings = _settings(db, config, pipeline, run_id, me)
-    return RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event).run()
+    return RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event,
+                   lambda: reconcile(db, lease)).run()
 
 
 def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request: RunRequest) -> dict[str, Any]:
@@ -259,7 +267,8 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
     scope = frozenset({task_id} | (downstream_of(edges, task_id) if task.with_downstream else set()))
     settings = _settings(db, config, pipeline, run_id, me)
-    loop = RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event, scope=scope)
+    loop = RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event,
+                   lambda: reconcile(db, lease), scope=scope)
     loop.task_codes[task_id] = task.task_code
     return loop.run()
 

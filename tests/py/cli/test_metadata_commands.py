@@ -17,7 +17,7 @@ from tests.py.support.cli import etl_craft
 
 pytestmark = pytest.mark.process
 
-REPORTS_MIGRATION = """-- 0002_reports: a second pipeline that waits for the example one.
+REPORTS_MIGRATION = """-- 0003_reports: a third pipeline that waits for the example transforms.
 INSERT INTO CFG_PIPELINES (PROJECT_ID, PIPELINE_CODE, PIPELINE_NAME, RUN_SCHEDULE, SCHEDULE_TIMEZONE)
 SELECT PROJECT_ID, 'reports', 'Reports', '@daily', 'Europe/London' FROM CFG_PROJECTS WHERE PROJECT_CODE = 'demo';
 
@@ -52,7 +52,7 @@ def migrated(project: Path) -> Path:
 
 
 def _two_pipelines(project: Path) -> Path:
-    (project / "migrations" / "0002_reports.sql").write_text(REPORTS_MIGRATION, encoding="utf-8")
+    (project / "migrations" / "0003_reports.sql").write_text(REPORTS_MIGRATION, encoding="utf-8")
     (project / "sql_files" / "top_customers.sql").write_text(
         "SELECT customer_id, order_total FROM main.customer_totals ORDER BY order_total DESC LIMIT 10;\n")
     done = etl_craft("migrate", cwd=project)
@@ -78,10 +78,11 @@ def paused_reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_init_migrate_validate__the_example_project_is_valid(migrated: Path) -> None:
     done = etl_craft("validate", cwd=migrated)
     assert (done.code, done.err) == (0, "")
-    assert done.out.splitlines() == ["pipeline customer_orders: ok", "valid: 1 pipeline, 3 tasks, 3 files read"]
+    assert done.out.splitlines() == ["pipeline customer_orders: ok", "pipeline shop_ingest: ok",
+                                     "valid: 2 pipelines, 5 tasks, 5 files read"]
     doc = json.loads(etl_craft("validate", "--format", "json", cwd=migrated).out)
-    assert doc == {"schema": "etl-craft/validation/1", "valid": True, "pipelines": ["customer_orders"], "tasks": 3,
-                   "files": 3, "problems": []}
+    assert doc == {"schema": "etl-craft/validation/1", "valid": True, "pipelines": ["customer_orders", "shop_ingest"],
+                   "tasks": 5, "files": 5, "problems": []}
 
 
 def test_validate_reports_every_problem_and_exits_7(migrated: Path) -> None:
@@ -98,7 +99,7 @@ def test_validate_reports_every_problem_and_exits_7(migrated: Path) -> None:
     assert lines[3] == "  task load_orders"
     assert lines[4].startswith("    SQL_FILE 'load_orders.sql' holds 2 statements (the second starts on line 2); "
                                "expected exactly one read-only SELECT")
-    assert lines[5] == "2 problems (1 pipeline, 3 tasks, 2 files read)"
+    assert lines[5:] == ["pipeline shop_ingest: ok", "2 problems (2 pipelines, 5 tasks, 4 files read)"]
     doc = json.loads(etl_craft("validate", "--format", "json", cwd=migrated).out)
     assert (doc["valid"], [p["check"] for p in doc["problems"]]) == (False, ["file-not-found", "sql-not-one-select"])
     assert set(doc["problems"][0]) == {"check", "object", "pipelines", "task", "value", "expected", "remedy",
@@ -106,7 +107,7 @@ def test_validate_reports_every_problem_and_exits_7(migrated: Path) -> None:
 
 
 def test_validate_a_broken_metadata_migration_and_one_pipeline(two_pipelines: Path) -> None:
-    (two_pipelines / "migrations" / "0003_oops.sql").write_text(
+    (two_pipelines / "migrations" / "0004_oops.sql").write_text(
         "UPDATE CFG_PIPELINES SET RUN_SCHEDULE = '0 6 * * MONDAY' WHERE PIPELINE_CODE = 'reports';\n")
     assert etl_craft("migrate", cwd=two_pipelines).code == 0
     assert etl_craft("validate", "--pipeline_code", "customer_orders", cwd=two_pipelines).code == 0
@@ -121,7 +122,7 @@ def test_validate_a_broken_metadata_migration_and_one_pipeline(two_pipelines: Pa
     unknown = etl_craft("validate", "--pipeline_code", "nope", cwd=two_pipelines)
     assert unknown.code == 22
     assert unknown.err == ("error: pipeline 'nope' is not an active pipeline of this Engine DB (active: "
-                           "customer_orders, reports); check the code with etl-craft list\n")
+                           "customer_orders, reports, shop_ingest); check the code with etl-craft list\n")
 
 
 def test_read_commands_before_migrate_create_nothing(project: Path) -> None:
@@ -151,6 +152,7 @@ def test_list_text_and_json(paused_reports: Path) -> None:
         "PIPELINE         NAME             SCHEDULE   TIMEZONE       TASKS  STATE",
         "customer_orders  Customer orders  0 6 * * *  (project)      3      active",
         "reports          Reports          @daily     Europe/London  1      paused",
+        "shop_ingest      Shop ingestion   0 * * * *  (project)      2      active",
     ]
     doc = json.loads(etl_craft("list", "--format", "json", cwd=two_pipelines).out)
     assert doc == {"schema": "etl-craft/pipelines/1", "pipelines": [
@@ -158,6 +160,8 @@ def test_list_text_and_json(paused_reports: Path) -> None:
          "timezone": None, "tasks": 3, "state": "active", "paused": False},
         {"project": "demo", "code": "reports", "name": "Reports", "schedule": "@daily", "timezone": "Europe/London",
          "tasks": 1, "state": "paused", "paused": True},
+        {"project": "demo", "code": "shop_ingest", "name": "Shop ingestion", "schedule": "0 * * * *",
+         "timezone": None, "tasks": 2, "state": "active", "paused": False},
     ]}
 
 
@@ -168,11 +172,16 @@ def test_show_text(paused_reports: Path) -> None:
     assert done.out.splitlines() == [
         "pipeline customer_orders (Customer orders): active",
         "  schedule: 0 6 * * * (project time zone)",
+        "  waits for pipelines: shop_ingest (SUCCESS)",
         "  pipelines waiting for it: reports",
         "",
         "tasks (3, in dependency order)",
-        "  load_customers: SQL OVERWRITE_TABLE -> main.customers from sql_files/load_customers.sql",
-        "  load_orders: SQL OVERWRITE_TABLE -> main.orders from sql_files/load_orders.sql",
+        "  load_customers: SQL SCD2_MERGE -> main.customers from sql_files/load_customers.sql",
+        "    MERGE_COMPARE_COLUMNS = customer_name, email, city, segment",
+        "    MERGE_DEDUPE_ORDER = updated_at DESC",
+        "    MERGE_KEY = customer_id",
+        "  load_orders: SQL SCD1_MERGE -> main.orders from sql_files/load_orders.sql",
+        "    MERGE_KEY = order_id",
         "  customer_totals: SQL SCD1_MERGE -> main.customer_totals from sql_files/customer_totals.sql",
         "    MERGE_KEY = customer_id",
         "    waits for (ALL): load_customers (SUCCESS), load_orders (SUCCESS)",

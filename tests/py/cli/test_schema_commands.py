@@ -35,17 +35,20 @@ def test_init_then_migrate_creates_the_example_metadata(project: Path) -> None:
     assert done.out.splitlines()[1:] == [
         *(f"  applied    ENGINE {m[:4]} {m[5:]}" for m in MIGRATIONS),
         f"  refreshed  functions and triggers: {', '.join(FUNCTION_OBJECTS)}",
-        "  applied    PROJECT 0001_example.sql: CFG_PIPELINES +1, CFG_PROJECTS +1, CFG_TASKS +3, "
-        "CFG_TASK_DEPENDENCY +2, CFG_TASK_PARAMETERS +1",
+        "  applied    PROJECT 0001_shop_ingest.sql: CFG_PIPELINES +1, CFG_PROJECTS +1, CFG_TASKS +2, "
+        "CFG_TASK_DEPENDENCY +1, CFG_TASK_PARAMETERS +2",
+        "  applied    PROJECT 0002_customer_orders.sql: CFG_PIPELINES +1, CFG_PIPELINE_DEPENDENCY +1, CFG_TASKS +3, "
+        "CFG_TASK_DEPENDENCY +2, CFG_TASK_PARAMETERS +5",
         f"schema version {LATEST}",
     ]
     db = EngineDB(f"sqlite:///{project / '.etl-craft' / 'engine.db'}")
     with db.read() as conn:
         actions = conn.execute(sa.text("SELECT ACTOR, ACTOR_KIND, COMMAND FROM AUD_ACTIONS")).all()
-        actors = conn.execute(sa.text("SELECT DISTINCT ACTOR, MIGRATION FROM AUD_METADATA_CHANGES")).all()
+        actors = conn.execute(sa.text("SELECT DISTINCT ACTOR, MIGRATION FROM AUD_METADATA_CHANGES ORDER BY 2")).all()
     db.dispose()
     assert [tuple(a) for a in actions] == [("tester@cli", "HUMAN", "migrate")]
-    assert [tuple(a) for a in actors] == [("tester@cli", "0001_example.sql")]
+    assert [tuple(a) for a in actors] == [("tester@cli", "0001_shop_ingest.sql"),
+                                          ("tester@cli", "0002_customer_orders.sql")]
 
 
 def test_init_db_twice_is_a_no_op_the_second_time(project: Path) -> None:
@@ -61,7 +64,7 @@ def test_init_db_twice_is_a_no_op_the_second_time(project: Path) -> None:
 
 def test_editing_an_applied_migration_makes_migrate_refuse(project: Path) -> None:
     assert etl_craft("migrate", cwd=project).code == 0
-    migration = project / "migrations" / "0001_example.sql"
+    migration = project / "migrations" / "0001_shop_ingest.sql"
     migration.write_text(migration.read_text() + "\n-- an afterthought\n")
     done = etl_craft("migrate", cwd=project)
     assert done.code == 5

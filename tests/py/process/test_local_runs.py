@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.py.support.cli import descendants_alive, etl_craft, start_etl_craft
-from tests.py.support.project import Task, marks, wait_for, write_project
+from tests.py.support.project import Task, marks, release, wait_for, write_project
 
 pytestmark = pytest.mark.process
 
@@ -66,7 +66,7 @@ def test_a_failing_task_skips_its_success_dependents_and_fires_its_failure_depen
 def test_kill_9_of_the_parent_then_a_new_run_reconciles_the_attempt_lost_and_completes(
         tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 30, "once": True})]}, [],
-                            lease_seconds=5)
+                            lease_seconds=12)
     assert etl_craft("migrate", cwd=project).code == 0
     parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "first.log")
     wait_for(lambda: (project / "marks").is_dir() and any((project / "marks").glob("work.*.start")),
@@ -76,7 +76,7 @@ def test_kill_9_of_the_parent_then_a_new_run_reconciles_the_attempt_lost_and_com
     parent.wait(timeout=10)
     refused = etl_craft("run", "--pipeline_code", "slow", cwd=project)
     assert refused.code == 24 and "is supervised by" in refused.err, "the dead owner's lease is still live"
-    time.sleep(6)  # nobody renews the leases any more: they expire
+    time.sleep(13)  # nobody renews the leases any more: they expire
     done = etl_craft("run", "--pipeline_code", "slow", cwd=project)
     assert done.code == 0, done.out + done.err
     assert "work: attempt 1 was lost; queued again" in done.out
@@ -150,7 +150,7 @@ def test_a_task_past_its_time_limit_is_timed_out(tmp_path: Path, engine_url: str
 
 
 def test_two_runs_of_one_pipeline_at_once_have_one_supervisor(tmp_path: Path, engine_url: str | None) -> None:
-    project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 3})]}, [])
+    project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"hold": "work"})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
     first = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "first.log")
     wait_for(lambda: any((project / "marks").glob("work.*.start")) if (project / "marks").is_dir() else False,
@@ -158,5 +158,6 @@ def test_two_runs_of_one_pipeline_at_once_have_one_supervisor(tmp_path: Path, en
     second = etl_craft("run", "--pipeline_code", "slow", cwd=project)
     assert second.code == 24
     assert "run 1 is supervised by" in second.err and "(lease until" in second.err
+    release(project, "work")
     assert first.wait(timeout=60) == 0
     assert len(list((project / "marks").glob("work.*.start"))) == 1, "the task ran once"

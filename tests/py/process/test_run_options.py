@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.py.support.cli import etl_craft, start_etl_craft
-from tests.py.support.project import Task, wait_for, write_project
+from tests.py.support.project import Task, release, wait_for, write_project
 
 pytestmark = pytest.mark.process
 
@@ -144,7 +144,7 @@ def test_option_contradictions__refused_naming_both(tmp_path: Path) -> None:
 
 def test_b24_two_task_commands_for_one_task_at_once__it_runs_once__a_pipeline_run_waits_its_turn(
         tmp_path: Path, engine_url: str | None) -> None:
-    project = write_project(tmp_path / "p", engine_url, {"flow": [Task("slow", {"seconds": 8})]}, [])
+    project = write_project(tmp_path / "p", engine_url, {"flow": [Task("slow", {"hold": "slow"})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
     assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--init-only", cwd=project).code == 0
     first = start_etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--task_code", "slow", cwd=project,
@@ -155,6 +155,36 @@ def test_b24_two_task_commands_for_one_task_at_once__it_runs_once__a_pipeline_ru
     assert second.code == 24 and "task slow in run 1 of flow is running now" in second.err, second.err
     whole = etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", cwd=project)
     assert whole.code == 24 and "run 1 is supervised by" in whole.err, whole.err
+    release(project, "slow")
     assert first.wait(timeout=60) == 0
     assert _run_status(project, 1) == "SUCCESS"
     assert len(list((project / "marks").glob("slow.*.start"))) == 1, "the task ran once"
+
+
+def test_b11_a_task_command_binds_to_the_run_its_key_names__never_the_newest(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "day:1", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "day:2", cwd=project).code == 0
+    done = etl_craft("run", "--pipeline_code", "flow", "--run-key", "day:1", "--task_code", "report", "--force",
+                     cwd=project)
+    assert done.code == 0, done.err
+    assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 2)}, "the old run, by its key"
+    assert _tasks(project, 2) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}, "the newest run is untouched"
+    assert _run_status(project, 1) == "SUCCESS"
+
+
+def test_a_run_its_gate_refused__stays_queued_and_is_judged_again_by_the_next_run(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "p", None, {"up": [Task("extract")], "down": [Task("report")]}, [])
+    (project / "migrations" / "0002_gate.sql").write_text(
+        "INSERT INTO CFG_PIPELINE_DEPENDENCY (PIPELINE_ID, DEPENDS_ON_PIPELINE_ID, DEPENDENCY_TYPE)"
+        " SELECT d.PIPELINE_ID, u.PIPELINE_ID, 'SUCCESS' FROM CFG_PIPELINES d, CFG_PIPELINES u"
+        " WHERE d.PIPELINE_CODE = 'down' AND u.PIPELINE_CODE = 'up';\n")
+    assert etl_craft("migrate", cwd=project).code == 0
+    waiting = etl_craft("run", "--pipeline_code", "down", cwd=project)
+    assert waiting.code == 26, waiting.err
+    assert "run 1 (manual:" in waiting.err and "of down waits: 1 dependency(ies) on other pipelines" in waiting.err
+    assert etl_craft("run", "--pipeline_code", "up", cwd=project).code == 0
+    admitted = etl_craft("run", "--pipeline_code", "down", "--format", "json", cwd=project)
+    assert admitted.code == 0, admitted.err
+    assert json.loads(admitted.out)["pipeline_run_id"] == 1, "the QUEUED run was admitted, not a new one created"

@@ -23,6 +23,10 @@ def run(task: ScriptTask) -> ScriptResult:
     again = any(marks.glob(f"{task.task_code}.*.start"))  # with "once", only the first attempt takes its time
     (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()}")
     print(f"{task.task_code} working (attempt {task.attempt_id}, last offset {task.last_offset})", flush=True)
+    if params.get("hold"):  # wait until the test releases it: no race with how fast the machine is today
+        deadline = time.time() + 120
+        while not (task.project_dir / "holds" / params["hold"]).exists() and time.time() < deadline:
+            time.sleep(0.05)
     time.sleep(0 if again and params.get("once") else float(params.get("seconds", 0)))
     (marks / f"{task.task_code}.{task.attempt_id}.end").write_text(str(time.time()))
     if params.get("fail"):
@@ -36,11 +40,14 @@ class Task:
     code: str
     params: dict[str, Any] = field(default_factory=dict)
     timeout: int | None = None
+    script: str = "work.py"  # under ingestion_scripts/: the work script, or one given to write_project
 
 
 def write_project(root: Path, engine_url: str | None, pipelines: dict[str, list[Task]],
-                  edges: list[tuple[str, str, str]], *, lease_seconds: int = 60, slots: int = 4) -> Path:
-    """A project in `root`: `pipelines` of PYTHON tasks running the work script, `edges` (task, depends on, type)."""
+                  edges: list[tuple[str, str, str]], *, lease_seconds: int = 60, slots: int = 4,
+                  scripts: dict[str, str] | None = None) -> Path:
+    """A project in `root`: `pipelines` of PYTHON tasks running the work script (or the one their Task names, from
+    `scripts`: file name to source), `edges` (task, depends on, type)."""
     root.mkdir(parents=True, exist_ok=True)
     engine = (f"Engine:\n  dialect: postgresql\n  url: {engine_url}\n" if engine_url
               else "Engine:\n  dialect: sqlite\n  path: .etl-craft/engine.db\n")
@@ -50,6 +57,8 @@ def write_project(root: Path, engine_url: str | None, pipelines: dict[str, list[
         f"  Heartbeat_seconds: {max(1, lease_seconds // 5)}\n")
     (root / "ingestion_scripts").mkdir(exist_ok=True)
     (root / "ingestion_scripts" / "work.py").write_text(WORK_SCRIPT)
+    for name, source in (scripts or {}).items():
+        (root / "ingestion_scripts" / name).write_text(source)
     (root / "migrations").mkdir(exist_ok=True)
     (root / "migrations" / "0001_pipelines.sql").write_text(_metadata(pipelines, edges))
     return root
@@ -62,7 +71,8 @@ def _metadata(pipelines: dict[str, list[Task]], edges: list[tuple[str, str, str]
                    " FROM CFG_PROJECTS;")
         for task in tasks:
             sql.append(f"INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, SCRIPT_FILE) SELECT PIPELINE_ID,"
-                       f" '{task.code}', 'PYTHON', 'work.py' FROM CFG_PIPELINES WHERE PIPELINE_CODE = '{pipeline}';")
+                       f" '{task.code}', 'PYTHON', '{task.script}' FROM CFG_PIPELINES"
+                       f" WHERE PIPELINE_CODE = '{pipeline}';")
             parameters = {"INPUT_PARAMS": json.dumps(task.params)} if task.params else {}
             if task.timeout is not None:
                 parameters["TASK_TIMEOUT_SECONDS"] = str(task.timeout)
@@ -74,6 +84,12 @@ def _metadata(pipelines: dict[str, list[Task]], edges: list[tuple[str, str, str]
                    f" u.TASK_ID, '{kind}' FROM CFG_TASKS t, CFG_TASKS u WHERE t.TASK_CODE = '{task}'"
                    f" AND u.TASK_CODE = '{upstream}';")
     return "\n".join(sql) + "\n"
+
+
+def release(project: Path, hold: str) -> None:
+    """Let the tasks whose INPUT_PARAMS say {"hold": hold} finish."""
+    (project / "holds").mkdir(exist_ok=True)
+    (project / "holds" / hold).write_text("")
 
 
 def marks(project: Path) -> dict[str, float]:

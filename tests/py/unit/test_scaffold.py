@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,10 @@ FILES = {
     "craft-connector.yml",
     ".env.example",
     ".gitignore",
-    "migrations/0001_example.sql",
+    "migrations/0001_shop_ingest.sql",
+    "migrations/0002_customer_orders.sql",
+    "ingestion_scripts/ingest_customers.py",
+    "ingestion_scripts/ingest_orders.py",
     "sql_files/load_customers.sql",
     "sql_files/load_orders.sql",
     "sql_files/customer_totals.sql",
@@ -58,15 +64,17 @@ def test_scaffold_creates_the_files_and_folders(tmp_path: Path) -> None:
     assert tree(project) == FILES | FOLDERS
     for folder in FOLDERS:
         assert (project / folder).is_dir()
-    assert list((project / "ingestion_scripts").iterdir()) == []
+    assert sorted(p.name for p in (project / "ingestion_scripts").iterdir()) == ["ingest_customers.py",
+                                                                                 "ingest_orders.py"]
     assert list((project / "tests").iterdir()) == []
     assert not (project / ".env").exists()
 
 
-def test_the_example_migration_is_rendered_with_the_project_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize("migration", ["0001_shop_ingest.sql", "0002_customer_orders.sql"])
+def test_the_example_migrations_are_rendered_with_the_project_code(tmp_path: Path, migration: str) -> None:
     scaffold(tmp_path / "p", "sales_eu")
-    sql = (tmp_path / "p" / "migrations" / "0001_example.sql").read_text(encoding="utf-8")
-    assert "VALUES ('sales_eu', 'sales_eu')" in sql
+    sql = (tmp_path / "p" / "migrations" / migration).read_text(encoding="utf-8")
+    assert ("VALUES ('sales_eu', 'sales_eu')" in sql) == (migration == "0001_shop_ingest.sql")
     assert "PROJECT_CODE = 'sales_eu'" in sql
     assert "{{" not in sql and "}}" not in sql
     assert "project_code" not in sql
@@ -118,6 +126,30 @@ def test_unrelated_files_in_the_directory_are_left_alone(tmp_path: Path) -> None
     assert (tmp_path / "tests" / "test_mine.py").read_text(encoding="utf-8") == "x = 1\n"
 
 
+# ----------------------------------------------------------------------------- the example ingestion scripts
+
+_RECORDS = """
+import runpy, sys
+script = runpy.run_path(sys.argv[1])
+make = script["change"] if "change" in script else script["order"]
+for n in range(1, 201):
+    print(repr(make(n)))
+"""
+
+
+@pytest.mark.parametrize("script", ["ingest_customers.py", "ingest_orders.py"])
+def test_the_example_scripts_generate_the_same_records_in_every_process(tmp_path: Path, script: str) -> None:
+    """The simulated shop is seeded per record, not by the hash seed or the clock: re-runs are reproducible."""
+    scaffold(tmp_path, "shop")
+    outputs = set()
+    for seed in ("1", "2"):
+        done = subprocess.run([sys.executable, "-c", _RECORDS, str(tmp_path / "ingestion_scripts" / script)],
+                              env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True, check=True)
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, "the same records whatever the hash seed"
+    assert len(set(outputs.pop().splitlines())) == 200, "200 different records"
+
+
 # ---------------------------------------------------------------------------- the scaffolded config loads
 
 
@@ -166,10 +198,12 @@ def test_missing_files_are_recreated_and_present_ones_reported_unchanged(tmp_pat
     scaffold(tmp_path, "shop")
     (tmp_path / "sql_files" / "load_orders.sql").unlink()
     (tmp_path / ".gitignore").unlink()
-    (tmp_path / "ingestion_scripts").rmdir()
+    shutil.rmtree(tmp_path / "ingestion_scripts")
+    (tmp_path / "tests").rmdir()
+    missing = {".gitignore", "sql_files/load_orders.sql", *(f for f in FILES if f.startswith("ingestion_scripts/"))}
     report = scaffold(tmp_path, "shop")
-    assert sorted(report.created) == [".gitignore", "sql_files/load_orders.sql"]
-    assert set(report.unchanged) == FILES - {".gitignore", "sql_files/load_orders.sql"}
+    assert sorted(report.created) == sorted(missing)
+    assert set(report.unchanged) == FILES - missing
     assert tree(tmp_path) == FILES | FOLDERS
 
 
@@ -182,8 +216,9 @@ def test_missing_files_are_recreated_and_present_ones_reported_unchanged(tmp_pat
         ".gitignore",
         "craft-connector.yml",
         ".env.example",
-        "migrations/0001_example.sql",
+        "migrations/0001_shop_ingest.sql",
         "sql_files/load_orders.sql",
+        "ingestion_scripts/ingest_orders.py",
     ],
 )
 def test_an_existing_different_file_is_refused_before_anything_is_written(
@@ -218,7 +253,7 @@ def test_another_project_code_conflicts_with_the_rendered_migration(tmp_path: Pa
     before = snapshot(tmp_path)
     with pytest.raises(UsageError) as info:
         scaffold(tmp_path, "other")
-    assert str(info.value) == conflict_message(tmp_path / "migrations" / "0001_example.sql")
+    assert str(info.value) == conflict_message(tmp_path / "migrations" / "0001_shop_ingest.sql")
     assert snapshot(tmp_path) == before
 
 
@@ -290,7 +325,7 @@ def test_project_code_for_a_relative_folder_uses_its_real_name(
 def test_without_a_code_scaffold_uses_the_folder_name(tmp_path: Path) -> None:
     report = scaffold(tmp_path / "9-lives")
     assert report.project_code == "p_9_lives"
-    sql = (tmp_path / "9-lives" / "migrations" / "0001_example.sql").read_text(encoding="utf-8")
+    sql = (tmp_path / "9-lives" / "migrations" / "0001_shop_ingest.sql").read_text(encoding="utf-8")
     assert "VALUES ('p_9_lives', 'p_9_lives')" in sql
 
 
@@ -302,7 +337,7 @@ def test_an_explicit_code_wins_over_the_folder_name(tmp_path: Path) -> None:
 def test_a_valid_explicit_code_is_accepted(tmp_path: Path, code: str) -> None:
     report = scaffold(tmp_path / "p", code)
     assert report.project_code == code
-    assert f"VALUES ('{code}', '{code}')" in (tmp_path / "p" / "migrations" / "0001_example.sql").read_text(
+    assert f"VALUES ('{code}', '{code}')" in (tmp_path / "p" / "migrations" / "0001_shop_ingest.sql").read_text(
         encoding="utf-8"
     )
 

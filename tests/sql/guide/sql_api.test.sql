@@ -5,7 +5,7 @@ SELECT plan(6);
 SELECT etl_test.serialize();
 SELECT etl_test.act('migration@example');
 
--- the example project's metadata (etl-craft init writes the same in migrations/0001_example.sql)
+-- the example pipeline's tasks and dependencies (etl-craft init writes them in migrations/0002_customer_orders.sql)
 INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('demo');
 INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code)
   SELECT project_id, 'customer_orders' FROM etl_craft.cfg_projects WHERE project_code = 'demo';

@@ -1,3 +1,3 @@
-SELECT 100 AS order_id, 1 AS customer_id, CAST(25.50 AS DECIMAL(12, 2)) AS amount
-UNION ALL SELECT 101, 1, CAST(10.00 AS DECIMAL(12, 2))
-UNION ALL SELECT 102, 2, CAST(99.90 AS DECIMAL(12, 2))
+-- SCD1_MERGE on order_id: new orders are inserted, changed ones updated, so loading raw.orders again is harmless.
+SELECT order_id, customer_id, product, quantity, amount, ordered_at
+  FROM raw.orders
