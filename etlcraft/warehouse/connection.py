@@ -64,6 +64,15 @@ class Session:
         found = self.rows(sql)
         return found[0][0] if found else None
 
+    def names(self, sql: str) -> list[str]:
+        """The column names of the result of `sql`, as the warehouse returns them (a repeated name kept)."""
+        cursor = self._cursor()
+        try:
+            cursor.execute(sql)
+            return [str(column[0]) for column in cursor.description or ()]
+        finally:
+            cursor.close()
+
 
 class Warehouse:
     """The project's warehouse: a SQLAlchemy engine and the dialect's SQL."""

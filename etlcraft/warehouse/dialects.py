@@ -220,6 +220,12 @@ class PostgresDialect(Dialect):
                 f" WHERE n.nspname = {self.literal(name.schema)} AND c.relname = {self.literal(name.table)}\n"
                 "   AND c.relkind IN ('r', 'p', 'f', 'v', 'm')")
 
+    def create_schema(self, name: TableName) -> str:
+        # Two tasks creating their first tables in one new schema at once would both insert it into pg_namespace,
+        # and the later one fail on its unique index: they take turns on a transaction advisory lock of the schema.
+        lock = f"SELECT pg_advisory_xact_lock(hashtextextended({self.literal('etl-craft schema ' + name.schema)}, 0))"
+        return f"{lock}; {super().create_schema(name)}"
+
     def schema_exists_sql(self, name: TableName) -> str:
         return f"SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = {self.literal(name.schema)}"
 

@@ -1,7 +1,8 @@
-"""The checks a SQL task passes after staging and before its target is touched. Each refusal names the object,
-the value found, what was expected and the remedy (SqlGuardError, exit code 21).
+"""The checks a SQL task passes before its target is touched. Each refusal names the object, the value found, what
+was expected and the remedy (SqlGuardError, exit code 21).
 
-- output names: none of the columns etl-craft writes itself (B12), none that needs quotes (B45), none twice;
+- output names: none twice (read from the SELECT before staging), none of the columns etl-craft writes itself
+  (B12), none that needs quotes (B45);
 - the columns MERGE_KEY, MERGE_COMPARE_COLUMNS and MERGE_DEDUPE_ORDER name exist in the SELECT;
 - no NULL in a merge key (B5);
 - one row per key: without MERGE_DEDUPE_ORDER a repeated key is refused; with it, a key whose first rows in that
@@ -34,11 +35,17 @@ def check_output_names(task: SqlTask, stage: Stage, dialect: str) -> None:
         if needs_quotes(column.name, dialect):
             raise task.refuse(f'the SELECT returns a column named "{column.name}", which needs quoting; alias it, '
                               f"for example AS {snake_case(column.name)}")
-    seen: set[str] = set()
-    for column in stage.columns:
-        if column.key in seen:
-            raise task.refuse(f"the SELECT returns {column.name} twice; alias one of them")
-        seen.add(column.key)
+
+
+def check_repeated_names(session: Session, task: SqlTask) -> None:
+    """No output name twice, in any case (run before staging: the scratch table would rename or refuse it)."""
+    names = staging.output_names(session, task)
+    keys = [n.lower() for n in names]
+    repeated = list(dict.fromkeys(n for n in names if keys.count(n.lower()) > 1))
+    if repeated:
+        shown = ", ".join(f"{n} ({keys.count(n.lower())} times)" for n in repeated)
+        raise task.refuse(f"the SELECT returns {shown}; give each column a name of its own (for example "
+                          f"AS {repeated[0].lower()}_2), or list only the columns you need instead of *")
 
 
 def check_parameter_columns(task: SqlTask, stage: Stage) -> None:

@@ -47,6 +47,12 @@ def wrap(select: str, *, empty: bool = False) -> str:
     return f"SELECT * FROM (\n{select}\n) etl_src" + ("\nWHERE 1 = 0" if empty else "")
 
 
+def output_names(session: Session, task: SqlTask) -> list[str]:
+    """The SELECT's output names as it returns them, a repeated name kept (a scratch table cannot show one: DuckDB
+    renames the repeat, PostgreSQL refuses it). The warehouse plans the SELECT and reads no row (LIMIT 0)."""
+    return session.names(f"(\n{task.select}\n) LIMIT 0")
+
+
 def build_stage(session: Session, task: SqlTask, *, empty: bool = False) -> Stage:
     """Run the SELECT into a new scratch table (`empty`: only its shape) and read its columns."""
     name = scratch_name(task, "stage")

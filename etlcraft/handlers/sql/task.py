@@ -64,6 +64,7 @@ def run_in_warehouse(warehouse: Warehouse, task: SqlTask, version: int | None) -
     phase = f"the SELECT of {task.source} failed"
     try:
         with warehouse.transaction() as session:
+            guards.check_repeated_names(session, task)
             stage = staging.build_stage(session, task, empty=task.action == "SETUP_TABLE")
             guards.check_output_names(task, stage, warehouse.dialect.name)
             phase = f"writing {task.target} failed"

@@ -112,3 +112,35 @@ def test_target_lock__released_when_the_block_raises(engine_db: EngineDB) -> Non
     thread.start()
     thread.join(5)
     assert done.is_set()
+
+
+@pytest.mark.postgres
+def test_two_tasks_creating_one_new_schema_at_once__the_second_waits_then_finds_it(empty_pg_url: str) -> None:
+    import psycopg
+
+    from etlcraft.warehouse.dialects import PostgresDialect
+    from etlcraft.warehouse.names import TableName
+
+    sql = PostgresDialect().create_schema(TableName("fresh", "t"))
+    first, second = psycopg.connect(empty_pg_url), psycopg.connect(empty_pg_url)
+    errors: list[BaseException] = []
+
+    def create_in_second() -> None:
+        try:
+            second.execute(sql)
+            second.commit()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    try:
+        first.execute(sql)
+        racer = threading.Thread(target=create_in_second)
+        racer.start()
+        time.sleep(0.5)  # the second session is now waiting on the first's transaction
+        first.commit()
+        racer.join(timeout=30)
+        assert errors == [], f"the second CREATE SCHEMA failed: {errors}"
+        assert second.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'fresh'").fetchone() == (1,)
+    finally:
+        first.close()
+        second.close()

@@ -1,6 +1,7 @@
 """Warehouse fault injection for every action on DuckDB and PostgreSQL: a SELECT that fails at run time on a
-chosen row, and a failure after the action's last statement (after the DROP or TRUNCATE, the INSERT and the
-UPDATE) and before the commit. Either way the target keeps its previous rows, definition and properties (a comment
+chosen row, a write that the warehouse refuses on a chosen row after an earlier statement of the attempt already
+changed the target, and a failure after the action's last statement (after the DROP or TRUNCATE, the INSERT and the
+UPDATE) and before the commit. Every time the target keeps its previous rows, definition and properties (a comment
 and an index on both warehouses; on PostgreSQL also its identity, grants and a dependent view)."""
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ def _prepare(wh: Wh, action: str) -> None:
     wh.run(first, GOOD, **_params(action))
     if action == "SETUP_TABLE":
         wh.run("APPEND_TABLE", GOOD)
+    _add_properties(wh, action)
+
+
+def _add_properties(wh: Wh, action: str) -> None:
     wh.execute("COMMENT ON TABLE {s}.target IS 'precious'", "CREATE INDEX ix_target_id ON {s}.target (id)")
     if wh.dialect == "postgresql":
         wh.execute("GRANT SELECT ON {s}.target TO PUBLIC")
@@ -64,6 +69,33 @@ def test_b37_select_failing_on_a_row__target_keeps_rows_definition_and_propertie
         wh.run(action, FAILS_ON_ROW_3, SCHEMA_EVOLUTION="Y", **_params(action))
     assert "the warehouse rolled back every change of this attempt" in str(failed.value)
     assert "the SELECT of sql_files/task.sql failed" in str(failed.value)
+    assert _snapshot(wh) == before
+
+
+#: Rows 1 to 3 fit the target's amount DECIMAL(4,2); the new key 9 does not, so the warehouse refuses that row
+#: when it is written into the target (numeric overflow), after the statements before it changed the target.
+OVERFLOWS_ON_KEY_9 = ("SELECT id, name || '!' AS name, CAST(amount AS DECIMAL(10,2)) AS amount FROM {s}.src "
+                      "UNION ALL SELECT 9, 'new', CAST(123.45 AS DECIMAL(10,2))")
+
+
+@pytest.mark.parametrize("action", ["OVERWRITE_TABLE", "APPEND_TABLE", "SCD1_MERGE", "SCD2_MERGE"])
+def test_b37_write_refused_on_a_row_after_the_target_changed__target_keeps_rows_definition_and_properties(
+        wh: Wh, action: str) -> None:
+    """The failing INSERT comes after the TRUNCATE (OVERWRITE_TABLE), the DELETE of the task run's earlier rows
+    (APPEND_TABLE, a retry of the same task run) or the UPDATE (the merges, whose hash leaves amount out). CREATE_TABLE
+    writes the staged rows into a table of their own types, and DELETE_ROWS and SETUP_TABLE write in one statement:
+    the failure after the last statement covers them."""
+    wh.execute("CREATE TABLE {s}.src (id INTEGER, name VARCHAR(20), amount DECIMAL(4,2))",
+               "INSERT INTO {s}.src VALUES (1, 'a', 1.5), (2, 'b', NULL), (3, 'c', 99.99)")
+    merge = {"MERGE_KEY": "id", "MERGE_COMPARE_COLUMNS": "name"} if "MERGE" in action else {}
+    wh.run(action, "SELECT id, name, amount FROM {s}.src", task_run_id=500, **merge)
+    _add_properties(wh, action)
+    before = _snapshot(wh)
+    with pytest.raises(EtlCraftError) as failed:
+        wh.run(action, OVERFLOWS_ON_KEY_9, task_run_id=500, **merge)
+    assert f"{action} of task pipe.task into {wh.schema}.target: writing {wh.schema}.target failed in the " \
+           f"{wh.dialect} warehouse: " in str(failed.value)
+    assert f"so {wh.schema}.target is as it was" in str(failed.value)
     assert _snapshot(wh) == before
 
 

@@ -59,6 +59,18 @@ def test_b12_select_star_over_an_engine_written_table__refused_for_every_action(
     assert "PIPELINE_ID, PIPELINE_RUN_ID, TASK_RUN_ID, ROW_ID" in str(error).upper()
 
 
+@pytest.mark.parametrize("action", ACTIONS)
+def test_select_returning_a_name_twice__refused_for_every_action(wh: Wh, action: str) -> None:
+    """Without the check DuckDB renames the repeat (the target gains a column name_1) and PostgreSQL fails the
+    staging with its own error, which is not a guard and is retried."""
+    _scd1_target(wh)
+    _refused(wh, action, "SELECT s.id, s.name, c.name FROM {s}.src s JOIN {s}.src c ON c.id = s.id",
+             r"the SELECT returns name \(2 times\); give each column a name of its own \(for example AS name_2\), or "
+             r"list only the columns you need instead of \*", **_keyed(action))
+    _refused(wh, action, "SELECT * FROM {s}.src s JOIN {s}.src c ON c.id = s.id",
+             r"the SELECT returns id \(2 times\), name \(2 times\), amount \(2 times\);", **_keyed(action))
+
+
 def test_b12_scd2_validity_columns__refused_by_scd2_and_setup(wh: Wh) -> None:
     _scd1_target(wh)
     for action in ("SCD2_MERGE", "SETUP_TABLE"):

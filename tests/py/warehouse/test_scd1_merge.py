@@ -49,7 +49,7 @@ def test_scd1_merge__each_kind_of_change__target_holds_exactly_the_expected_rows
     assert resent.counts == counts(3, target=3)
 
     wh.execute("UPDATE {s}.src SET amount = 7 WHERE id = 2", "UPDATE {s}.src SET name = NULL WHERE id = 3",
-               "INSERT INTO {s}.src VALUES (5, 'eve', 1), (4, 'dan', 0)")
+               "INSERT INTO {s}.src VALUES (5, 'eve', 1), (4, 'dan', 0)", "DELETE FROM {s}.src WHERE id = 1")
     changed = wh.run("SCD1_MERGE", SELECT, MERGE_KEY="id")
     assert wh.contents(order="id") == [
         loaded[0],
@@ -57,8 +57,9 @@ def test_scd1_merge__each_kind_of_change__target_holds_exactly_the_expected_rows
         row(3, None, D("3.00"), row_id=3, trid=103, created=t1, updated=t3),
         row(4, "dan", D("0.00"), row_id=4, trid=103, created=t3),
         row(5, "eve", D("1.00"), row_id=5, trid=103, created=t3),
-    ], "NULL and '' are different values; new keys get the next ROW_IDs in key order"
-    assert changed.counts == counts(5, insert=2, update=2, target=5)
+    ], ("NULL and '' are different values; new keys get the next ROW_IDs in key order; a key the SELECT no longer "
+        "returns keeps its row as it was (a merge never deletes: DELETE_ROWS does)")
+    assert changed.counts == counts(4, insert=2, update=2, target=5)
 
 
 def test_b17_scd1_merge__soft_deleted_keys_come_back(wh: Wh) -> None:
@@ -80,17 +81,30 @@ def test_b17_scd1_merge__soft_deleted_keys_come_back(wh: Wh) -> None:
     assert again.counts.rows_written == 0
 
 
+def keyed(region: str, id_: int, qty: int | None, *, row_id: int, trid: int, created: datetime,
+          updated: datetime | None = None) -> dict[str, Any]:
+    """A row of an SCD1 target created by SCD1_MERGE from (region, id, qty), keyed on region and id."""
+    return {"region": region, "id": id_, "qty": qty, "pipeline_id": PIPELINE_ID, "pipeline_run_id": PIPELINE_RUN_ID,
+            "task_run_id": trid, "row_id": row_id, "hash_key": digest((qty, "int")), "create_date": created,
+            "created_by": TEST_ACTOR.name, "update_date": updated or created, "updated_by": TEST_ACTOR.name,
+            "delete_flag": "N"}
+
+
 def test_scd1_merge__composite_key__rows_match_on_every_key_column(wh: Wh) -> None:
     wh.execute("CREATE TABLE {s}.src (region VARCHAR(8), id INTEGER, qty INTEGER)",
                "INSERT INTO {s}.src VALUES ('eu', 1, 10), ('us', 1, 20), ('eu', 2, NULL)")
     select = "SELECT region, id, qty FROM {s}.src"
+    t1, t2 = wh.at(1), wh.at(2)
     wh.run("SCD1_MERGE", select, MERGE_KEY="region, id")
+    loaded = [keyed("eu", 1, 10, row_id=1, trid=101, created=t1), keyed("eu", 2, None, row_id=2, trid=101, created=t1),
+              keyed("us", 1, 20, row_id=3, trid=101, created=t1)]
+    assert wh.contents(order="region, id") == loaded, "ROW_IDs follow the key order, every key column"
     wh.execute("UPDATE {s}.src SET qty = 21 WHERE region = 'us' AND id = 1", "INSERT INTO {s}.src VALUES ('us', 2, 5)")
     result = wh.run("SCD1_MERGE", select, MERGE_KEY="region, id")
-    got = [(r["region"], r["id"], r["qty"], r["row_id"], r["task_run_id"], r["hash_key"])
-           for r in wh.contents(order="region, id")]
-    assert got == [("eu", 1, 10, 1, 101, digest((10, "int"))), ("eu", 2, None, 2, 101, digest((None, "int"))),
-                   ("us", 1, 21, 3, 102, digest((21, "int"))), ("us", 2, 5, 4, 102, digest((5, "int")))]
+    assert wh.contents(order="region, id") == [
+        loaded[0], loaded[1], keyed("us", 1, 21, row_id=3, trid=102, created=t1, updated=t2),
+        keyed("us", 2, 5, row_id=4, trid=102, created=t2),
+    ], "('us', 1) changed and ('eu', 1), which shares its id, did not; ('us', 2) is new although ('eu', 2) exists"
     assert result.counts == counts(4, insert=1, update=1, target=4)
 
 

@@ -46,6 +46,25 @@ def test_create_table__first_load_then_replacement__target_is_the_select(wh: Wh)
     assert second.counts == counts(1, insert=1, delete=2, target=1)
 
 
+@pytest.mark.parametrize("action", ["CREATE_TABLE", "OVERWRITE_TABLE"])
+def test_replacing_actions__first_load_then_unchanged_resend__same_rows_stamped_by_the_new_attempt(
+        wh: Wh, action: str) -> None:
+    _src(wh, "(1, 'ann'), (2, NULL), (3, '')")
+    select = "SELECT id, name FROM {s}.src ORDER BY id"
+    first = wh.run(action, select)
+    assert wh.contents(order="id") == [row(i, n, row_id=i, trid=101, at=wh.at(1))
+                                       for i, n in ((1, "ann"), (2, None), (3, ""))]
+    assert first.counts == counts(3, insert=3, target=3)
+
+    resent = wh.run(action, select)
+    got = wh.contents(order="id")
+    assert [{**r, "row_id": 0} for r in got] == [row(i, n, row_id=0, trid=102, at=wh.at(2))
+                                                  for i, n in ((1, "ann"), (2, None), (3, ""))], \
+        "the same rows once each, every one stamped by the second attempt: nothing kept, nothing appended"
+    assert sorted(r["row_id"] for r in got) == [1, 2, 3], "ROW_IDs start again at 1"
+    assert resent.counts == counts(3, insert=3, delete=3, target=3)
+
+
 def test_create_table__new_shape__replaces_the_definition(wh: Wh) -> None:
     _src(wh, "(1, 'ann')")
     wh.run("CREATE_TABLE", SELECT)

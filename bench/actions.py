@@ -1,0 +1,313 @@
+"""SCD1_MERGE and SCD2_MERGE at size on PostgreSQL and DuckDB, beside the floor of writing the same rows.
+
+For each warehouse a 1,000,000-row source is loaded into an SCD1 target and an SCD2 target by each action's first
+merge (setup, not measured); 100,000 of those keys, spread over the whole table, then get a new value in every
+non-key column and are merged again. Three figures per action, measured in the same run:
+
+- etl-craft: one attempt through the handler's real entry (`run_sql_task`, with the Engine DB target lock, the
+  staging, the guards, the change hash and the hash-version read), from the call to its return;
+- floor: a hand-written single-statement `INSERT ... SELECT` of the same 100,000 rows into an empty table of the
+  target's shape (engine columns filled with literals and ROW_NUMBER, no hash, no key lookup);
+- hand-written merge: the least SQL that applies the same change to a copy of the target, knowing every row
+  changed: SCD1 one `UPDATE ... FROM`, SCD2 an `UPDATE ... FROM` closing the versions and an `INSERT ... SELECT`
+  opening the new ones. It shows how much of the time is the warehouse's cost of changing rows in place.
+
+Each measured step starts after a CHECKPOINT, so none pays for an earlier step's deferred writes; the PostgreSQL
+tables are VACUUM ANALYZEd after the setup loads, as autovacuum would. Timings include opening the warehouse and the
+commit. Prints seconds and rows per second, the ratios, and whether the targets of issue 5 are met.
+
+    python bench/actions.py [--rows 1000000] [--changed 100000] [--warehouses postgresql,duckdb]
+
+Creates and drops its own PostgreSQL database through ETLCRAFT_TEST_PG_URL (default
+postgresql://root@127.0.0.1:5432/test) and a DuckDB file in a temporary folder; the Engine DB is a migrated SQLite
+file in the same folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from etlcraft.config.loader import load_config
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.states import ActorKind
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.migrations import migrate
+from etlcraft.handlers.context import HandlerResult, TaskContext
+from etlcraft.handlers.sql import run_sql_task
+from etlcraft.warehouse.connection import open_warehouse
+
+ADMIN = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+BENCH = Actor("bench", ActorKind("SYSTEM"))
+SCHEMA = "bench"
+COLUMNS = ("id", "customer", "amount", "qty", "status", "updated_at")
+SELECT_CHANGES = f"SELECT {', '.join(COLUMNS)} FROM {SCHEMA}.changes"
+ACTIONS = (("SCD1_MERGE", "scd1"), ("SCD2_MERGE", "scd2"))
+#: The targets of issue 5.
+PG_SCD1_BUDGET_SECONDS = 30.0
+FLOOR_FACTOR = 5.0
+#: What a hand-written load fills the engine columns with.
+STAMPS = {"pipeline_id": "1", "pipeline_run_id": "1", "task_run_id": "1", "row_id": "ROW_NUMBER() OVER ()",
+          "create_date": "CURRENT_TIMESTAMP", "created_by": "'bench'", "update_date": "CURRENT_TIMESTAMP",
+          "updated_by": "'bench'", "delete_flag": "'N'", "active_flag": "'Y'", "valid_from": "CURRENT_TIMESTAMP"}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Figure:
+    warehouse: str
+    action: str
+    rows: int  # rows the SELECT returned (the changed rows)
+    seconds: float  # etl-craft
+    written: int  # ROWS_WRITTEN of the attempt
+    floor: float  # INSERT ... SELECT of the same rows
+    hand: float  # hand-written merge of the same rows
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.floor
+
+
+def progress(message: str) -> None:
+    print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def timed(label: str, step: Callable[[], T]) -> tuple[T, float]:
+    progress(f"{label} ...")
+    began = time.perf_counter()
+    result = step()
+    elapsed = time.perf_counter() - began
+    progress(f"{label}: {elapsed:.2f} s")
+    return result, elapsed
+
+
+class Project:
+    """A throwaway project: a migrated SQLite Engine DB, one SQL file, and the warehouse under test."""
+
+    def __init__(self, folder: Path, dialect: str, warehouse_yaml: str) -> None:
+        self.folder, self.dialect = folder, dialect
+        (folder / "sql_files").mkdir(parents=True)
+        (folder / "craft-connector.yml").write_text(
+            f"Engine:\n  dialect: sqlite\n  path: engine.db\nWarehouse:\n{warehouse_yaml}", encoding="utf-8")
+        self.config = load_config(folder)
+        self.engine_db = EngineDB(self.config.engine.url)
+        migrate(self.engine_db)
+        self.task_runs = 0
+
+    def run(self, action: str, sql: str, target: str) -> HandlerResult:
+        """One attempt of a SQL task (MERGE_KEY id) through the handler's entry, as a task process runs it."""
+        self.task_runs += 1
+        (self.folder / "sql_files" / "task.sql").write_text(sql, encoding="utf-8")
+        ctx = TaskContext(self.folder, self.config, 1, "bench", 1, date(2026, 3, 1), 1, "task", self.task_runs,
+                          self.task_runs, "SQL", action, "task.sql", None, f"{SCHEMA}.{target}", {"MERGE_KEY": "id"})
+        return run_sql_task(ctx, engine_db=self.engine_db)
+
+    def execute(self, *statements: str) -> list[int]:
+        """Statements in one warehouse transaction; the rows each changed."""
+        warehouse = open_warehouse(self.config)
+        try:
+            with warehouse.transaction() as session:
+                return [session.run(statement) for statement in statements]
+        finally:
+            warehouse.dispose()
+
+    def scalar(self, sql: str) -> object:
+        warehouse = open_warehouse(self.config)
+        try:
+            with warehouse.transaction() as session:
+                return session.scalar(sql)
+        finally:
+            warehouse.dispose()
+
+    def maintain(self, *statements: str) -> None:
+        """Statements that cannot run in a transaction (VACUUM, CHECKPOINT)."""
+        if self.dialect == "duckdb":
+            self.execute(*statements)
+            return
+        url = make_url(self.config.warehouse.url).set(drivername="postgresql")
+        with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement)
+
+    def checkpoint(self) -> None:
+        self.maintain("CHECKPOINT")
+
+    def columns(self, table: str) -> list[str]:
+        names = self.scalar("SELECT string_agg(lower(column_name), ',' ORDER BY ordinal_position) FROM "
+                            f"information_schema.columns WHERE table_schema = '{SCHEMA}' AND table_name = '{table}'")
+        return str(names).split(",")
+
+    def close(self) -> None:
+        self.engine_db.dispose()
+
+
+def source_sql(rows: int) -> str:
+    """`rows` rows of six typed columns, the same on both warehouses."""
+    return (f"CREATE TABLE {SCHEMA}.src AS\n"
+            "SELECT CAST(g AS BIGINT) AS id, CAST('customer ' || CAST(g AS VARCHAR) AS VARCHAR(40)) AS customer,\n"
+            "       CAST((g % 100000) / 100.0 AS DECIMAL(12,2)) AS amount, CAST(g % 97 AS INTEGER) AS qty,\n"
+            "       CAST(CASE g % 3 WHEN 0 THEN 'open' WHEN 1 THEN 'paid' ELSE 'late' END AS VARCHAR(10)) AS status,\n"
+            "       CAST('2026-01-01 00:00:00+00' AS TIMESTAMP WITH TIME ZONE)\n"
+            "         + CAST(CAST(g AS VARCHAR) || ' seconds' AS INTERVAL) AS updated_at\n"
+            f"  FROM generate_series(1, {rows}) AS t(g)")
+
+
+def changes_sql(rows: int, changed: int) -> str:
+    """`changed` rows of the source, evenly spread over its keys, every non-key column changed."""
+    step = rows // changed
+    return (f"CREATE TABLE {SCHEMA}.changes AS\n"
+            "SELECT id, CAST(customer || ' (moved)' AS VARCHAR(40)) AS customer,\n"
+            "       CAST(amount + 1 AS DECIMAL(12,2)) AS amount, qty + 1 AS qty,\n"
+            "       CAST(CASE status WHEN 'open' THEN 'paid' ELSE 'open' END AS VARCHAR(10)) AS status,\n"
+            "       updated_at + INTERVAL '1 day' AS updated_at\n"
+            f"  FROM {SCHEMA}.src WHERE id % {step} = 0 AND id <= {step * changed}")
+
+
+def insert_changes(table: str, columns: list[str]) -> str:
+    """INSERT ... SELECT of the changed rows into `table`, the engine columns it has filled as a hand-written
+    load fills them (STAMPS); HASH_KEY and VALID_TO stay NULL."""
+    filled = [c for c in columns if c in STAMPS]
+    return (f"INSERT INTO {SCHEMA}.{table} ({', '.join(COLUMNS)}, {', '.join(filled)})\n"
+            f"SELECT {', '.join(COLUMNS)}, {', '.join(STAMPS[c] for c in filled)} FROM {SCHEMA}.changes")
+
+
+def hand_merge(action: str, table: str, columns: list[str]) -> list[str]:
+    """The least SQL that applies the changed rows to `table` when every one of them is known to have changed."""
+    if action == "SCD1_MERGE":
+        sets = ", ".join(f"{c} = c.{c}" for c in COLUMNS[1:])
+        return [f"UPDATE {SCHEMA}.{table} AS t SET {sets} FROM {SCHEMA}.changes AS c WHERE t.id = c.id"]
+    return [f"UPDATE {SCHEMA}.{table} AS t SET active_flag = 'N', valid_to = CURRENT_TIMESTAMP "
+            f"FROM {SCHEMA}.changes AS c WHERE t.id = c.id AND t.active_flag = 'Y'", insert_changes(table, columns)]
+
+
+def check(result: HandlerResult, action: str, changed: int) -> None:
+    """The merge did what the benchmark claims: every changed row updated (SCD1) or versioned (SCD2)."""
+    counts = result.counts
+    inserted = changed if action == "SCD2_MERGE" else 0
+    if (counts.source, counts.update, counts.insert) != (changed, changed, inserted):
+        raise RuntimeError(f"{action}: expected {changed:,} rows read, {changed:,} updated and {inserted:,} inserted; "
+                           f"the attempt reported {counts}")
+
+
+def setup(project: Project, rows: int, changed: int) -> None:
+    label = f"[{project.dialect}]"
+    project.execute(f"CREATE SCHEMA {SCHEMA}")
+    timed(f"{label} setup: source of {rows:,} rows", functools.partial(project.execute, source_sql(rows)))
+    for action, target in ACTIONS:
+        timed(f"{label} setup: {action} first load of {rows:,} rows into {SCHEMA}.{target}",
+              functools.partial(project.run, action, f"SELECT {', '.join(COLUMNS)} FROM {SCHEMA}.src", target))
+        project.execute(f"CREATE TABLE {SCHEMA}.{target}_hand AS SELECT * FROM {SCHEMA}.{target}",
+                        f"CREATE TABLE {SCHEMA}.{target}_floor AS SELECT * FROM {SCHEMA}.{target} WHERE 1 = 0")
+    project.execute(changes_sql(rows, changed))
+    if project.dialect == "postgresql":
+        tables = ["src", "changes", *(f"{t}{suffix}" for _, t in ACTIONS for suffix in ("", "_hand", "_floor"))]
+        timed(f"{label} setup: VACUUM ANALYZE (what autovacuum does after a load)",
+              functools.partial(project.maintain, *(f"VACUUM ANALYZE {SCHEMA}.{t}" for t in tables)))
+
+
+def measure(project: Project, action: str, target: str, changed: int) -> Figure:
+    label = f"[{project.dialect}] {action}"
+    columns = project.columns(target)
+    project.checkpoint()
+    result, seconds = timed(f"{label}: etl-craft, {changed:,} changed rows",
+                            functools.partial(project.run, action, SELECT_CHANGES, target))
+    check(result, action, changed)
+    project.checkpoint()
+    done, hand = timed(f"{label}: hand-written merge of the same rows",
+                       functools.partial(project.execute, *hand_merge(action, f"{target}_hand", columns)))
+    if done[0] != changed:
+        raise RuntimeError(f"{label}: the hand-written merge updated {done[0]:,} rows, expected {changed:,}")
+    project.checkpoint()
+    _, floor = timed(f"{label}: floor, INSERT ... SELECT of the same rows",
+                     functools.partial(project.execute, insert_changes(f"{target}_floor", columns)))
+    return Figure(project.dialect, action, changed, seconds, result.counts.rows_written or 0, floor, hand)
+
+
+@contextmanager
+def pg_database() -> Iterator[str]:
+    name = f"etlcraft_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(ADMIN).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def project_on(dialect: str) -> Iterator[Project]:
+    with tempfile.TemporaryDirectory(prefix="etlcraft-bench-") as folder:
+        if dialect == "duckdb":
+            project = Project(Path(folder) / "project", dialect, "  dialect: duckdb\n  path: warehouse.duckdb\n")
+            try:
+                yield project
+            finally:
+                project.close()
+            return
+        with pg_database() as url:
+            project = Project(Path(folder) / "project", dialect, f"  dialect: postgresql\n  url: {url}\n")
+            try:
+                yield project
+            finally:
+                project.close()
+
+
+def report(figures: list[Figure], rows: int, changed: int) -> None:
+    print(f"merge of {changed:,} changed rows into a {rows:,}-row target, one attempt each; this machine has "
+          f"{os.cpu_count()} cores")
+    print(f"{'warehouse':<10}  {'action':<10}  {'seconds':>7}  {'rows/s':>7}  {'written':>7}  {'floor s':>7}  "
+          f"{'floor rows/s':>12}  {'x floor':>7}  {'hand-written s':>14}  {'x hand':>6}")
+    for f in figures:
+        print(f"{f.warehouse:<10}  {f.action:<10}  {f.seconds:>7.2f}  {f.rows / f.seconds:>7,.0f}  {f.written:>7,}  "
+              f"{f.floor:>7.2f}  {f.rows / f.floor:>12,.0f}  {f.ratio:>7.1f}  {f.hand:>14.2f}  "
+              f"{f.seconds / f.hand:>6.1f}")
+    for f in figures:
+        if f.warehouse == "postgresql" and f.action == "SCD1_MERGE":
+            met = "met" if f.seconds < PG_SCD1_BUDGET_SECONDS else "NOT met"
+            print(f"target: PostgreSQL SCD1_MERGE of {changed:,} changed rows under {PG_SCD1_BUDGET_SECONDS:.0f} s: "
+                  f"{met} ({f.seconds:.2f} s)")
+        met = "met" if f.ratio <= FLOOR_FACTOR else "NOT met"
+        print(f"target: {f.warehouse} {f.action} within {FLOOR_FACTOR:.0f}x its floor: {met} ({f.ratio:.1f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in each target (default 1,000,000)")
+    parser.add_argument("--changed", type=int, default=None, help="changed rows merged (default: --rows / 10)")
+    parser.add_argument("--warehouses", default="postgresql,duckdb", help="comma-separated: postgresql, duckdb")
+    args = parser.parse_args()
+    changed = args.changed or max(args.rows // 10, 1)
+    if not 0 < changed <= args.rows:
+        parser.error(f"--changed is {changed}; expected between 1 and --rows ({args.rows})")
+    dialects = [d.strip() for d in args.warehouses.split(",")]
+    unknown = [d for d in dialects if d not in ("postgresql", "duckdb")]
+    if unknown:
+        parser.error(f"--warehouses names {', '.join(unknown)}; expected postgresql and/or duckdb")
+    figures: list[Figure] = []
+    with acting_as(BENCH):
+        for dialect in dialects:
+            with project_on(dialect) as project:
+                setup(project, args.rows, changed)
+                figures += [measure(project, action, target, changed) for action, target in ACTIONS]
+    report(figures, args.rows, changed)
+
+
+if __name__ == "__main__":
+    main()
