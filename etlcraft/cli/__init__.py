@@ -7,6 +7,7 @@ import sys
 import click
 
 from etlcraft import __version__
+from etlcraft.cli import control as control_commands
 from etlcraft.cli import doctor, init, init_db, list_pipelines, migrate, reconcile, rehash, run, show, status, validate
 from etlcraft.cli.context import CliContext
 from etlcraft.core.errors import EtlCraftError
@@ -31,6 +32,8 @@ for module in (init, init_db, migrate, doctor, validate, list_pipelines, show, r
     cli.add_command(module.command)
 for read_command in (status.status, status.history, status.logs):
     cli.add_command(read_command)
+for control_command in control_commands.COMMANDS:
+    cli.add_command(control_command)
 
 
 def main() -> None:

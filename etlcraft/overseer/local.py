@@ -14,16 +14,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
+from etlcraft.core.parameters import retry_delay_seconds
 from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
-from etlcraft.engine.queries import fetch_all
+from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
 
@@ -38,6 +40,14 @@ class RunSettings:
     heartbeat_seconds: float
     log_dir: Path
     child: ChildRequest  # the template every task process starts from
+
+
+@dataclass(frozen=True)
+class TaskPolicy:
+    timeout: float | None  # seconds; None: no limit
+    retries: int  # attempts a task run gets after its first one fails
+    retry_delay: float
+    retry_backoff: float
 
 
 @dataclass
@@ -106,10 +116,10 @@ class RunLoop:
     the run only if every task of it has settled, else releases it IN-PROGRESS."""
 
     def __init__(self, db: EngineDB, run_id: int, settings: RunSettings, actor: Actor,
-                 timeouts: Callable[[int], float | None], on_event: Callable[[str], None],
+                 policies: Callable[[int], TaskPolicy], on_event: Callable[[str], None],
                  reconcile: Callable[[], object], scope: frozenset[int] | None = None) -> None:
         self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
-        self.timeouts, self.on_event, self.reconcile, self.scope = timeouts, on_event, reconcile, scope
+        self.policies, self.on_event, self.reconcile, self.scope = policies, on_event, reconcile, scope
         self.waited_on: set[int] = set()
         self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots, settings.log_dir)
         self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
@@ -144,13 +154,15 @@ class RunLoop:
             if not self.supervisor.children:
                 if started:
                     continue
-                if self._foreign_attempts_live():
+                if self._foreign_attempts_live() or self._retry_due_later():
                     continue
                 break
             for ended in self.supervisor.wait(timeout=self.settings.heartbeat_seconds):
                 fault_point("child_reaped")
                 self.outcome.ended.append(ended)
                 self.on_event(f"{ended.task_code}: {ended.status}")
+                if ended.status in ("FAILED", "TIMED_OUT"):
+                    self._retry(ended)
         fault_point("before_finalize")
         self._finalize()
 
@@ -193,7 +205,7 @@ class RunLoop:
             for attempt in claimed:
                 fault_point("attempt_claimed")
                 code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
-                self.supervisor.start(attempt.attempt_id, code, self.timeouts(attempt.task_id))
+                self.supervisor.start(attempt.attempt_id, code, self.policies(attempt.task_id).timeout)
                 self.on_event(f"{code}: started attempt {attempt.attempt_id}")
 
     def _task_code(self, task_id: int) -> str:
@@ -220,6 +232,38 @@ class RunLoop:
         time.sleep(self.settings.heartbeat_seconds)  # no child of ours to wait on: SIGTERM still interrupts this
         self.reconcile()
         self.requeue_lost()
+        return True
+
+    def _retry(self, ended: Ended) -> None:
+        """Queue the next attempt of a task whose attempt failed or timed out, while its RETRIES last and its error
+        may succeed on retry (RETRYABLE not N), due after RETRY_DELAY_SECONDS times RETRY_BACKOFF per retry."""
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "attempt_row", attempt_id=ended.attempt_id)
+        assert row is not None
+        policy = self.policies(int(row["task_id"]))
+        number = int(row["attempt_number"])
+        if row["retryable"] == "N" or number > policy.retries:
+            return
+        delay = retry_delay_seconds(number, policy.retry_delay, policy.retry_backoff)
+        due = self.db.clock.now() + timedelta(seconds=delay)
+        queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=int(row["task_id"]), not_before=due)[0]
+        if queued.outcome == "QUEUED":
+            self.on_event(f"{ended.task_code}: retry {number} of {policy.retries} (attempt {queued.attempt_id}) "
+                          f"in {delay:g} s")
+
+    def _retry_due_later(self) -> bool:
+        """A retry of this run waits for its delay: sleep until it is due (at most a heartbeat), then look again."""
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "run_next_due", run_id=self.run_id)
+        due = row and row["next_due"]
+        if not due:
+            return False
+        if isinstance(due, str):
+            due = datetime.fromisoformat(due)
+        if due.tzinfo is None:
+            due = due.replace(tzinfo=UTC)
+        wait = (due - self.db.clock.now()).total_seconds()
+        time.sleep(min(max(wait, 0.0), self.settings.heartbeat_seconds))
         return True
 
     def requeue_lost(self) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from etlcraft.config.loader import ProjectConfig
+from etlcraft.core import parameters
 from etlcraft.core.actor import SYSTEM, acting_as, current_actor
 from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError, WaitingError
 from etlcraft.core.faults import fault_point
@@ -20,7 +21,7 @@ from etlcraft.core.process import host, is_alive, owner_id
 from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
-from etlcraft.overseer.local import RunLoop, RunOutcome, RunSettings
+from etlcraft.overseer.local import RunLoop, RunOutcome, RunSettings, TaskPolicy
 from etlcraft.supervisor.child import ChildRequest
 
 
@@ -133,16 +134,30 @@ def _must_be_in_progress(run_id: int, status: str) -> int:
     return run_id
 
 
-def task_timeouts(db: EngineDB, run_id: int) -> Callable[[int], float | None]:
-    """TASK_TIMEOUT_SECONDS per task of the run's pipeline (0 or absent: no limit)."""
+def task_policies(db: EngineDB, run_id: int) -> Callable[[int], TaskPolicy]:
+    """Each task's time limit and retry policy (TASK_TIMEOUT_SECONDS, RETRIES, RETRY_DELAY_SECONDS, RETRY_BACKOFF),
+    from its parameters, else their documented defaults. validate has already refused values that do not parse."""
+    values: dict[int, dict[str, str]] = {}
     with db.read() as conn:
-        rows = fetch_all(db, conn, "run_task_rows", run_id=run_id)
-        limits: dict[int, float] = {}
-        for row in rows:
-            for parameter in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"]):
-                if parameter["parameter_name"].upper() == "TASK_TIMEOUT_SECONDS" and parameter["parameter_value"]:
-                    limits[int(row["task_id"])] = float(parameter["parameter_value"])
-    return lambda task_id: limits.get(task_id) or None
+        for row in fetch_all(db, conn, "run_task_rows", run_id=run_id):
+            values[int(row["task_id"])] = {
+                p["parameter_name"].upper(): p["parameter_value"]
+                for p in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"]) if p["parameter_value"]}
+
+    def value(task_id: int, name: str) -> str:
+        found = values.get(task_id, {}).get(name)
+        if found is not None:
+            return found
+        default = parameters.BY_NAME[name].default
+        assert default is not None
+        return default
+
+    def policy(task_id: int) -> TaskPolicy:
+        return TaskPolicy(timeout=float(value(task_id, "TASK_TIMEOUT_SECONDS")) or None,
+                          retries=int(value(task_id, "RETRIES")),
+                          retry_delay=float(value(task_id, "RETRY_DELAY_SECONDS")),
+                          retry_backoff=float(value(task_id, "RETRY_BACKOFF")))
+    return policy
 
 
 def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: int, me: str) -> RunSettings:
@@ -178,7 +193,7 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     fault_point("run_created")
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
     settings = _settings(db, config, pipeline, run_id, me)
-    return RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event,
+    return RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                    lambda: reconcile(db, lease)).run()
 
 
@@ -267,7 +282,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
     scope = frozenset({task_id} | (downstream_of(edges, task_id) if task.with_downstream else set()))
     settings = _settings(db, config, pipeline, run_id, me)
-    loop = RunLoop(db, run_id, settings, current_actor(), task_timeouts(db, run_id), on_event,
+    loop = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                    lambda: reconcile(db, lease), scope=scope)
     loop.task_codes[task_id] = task.task_code
     return loop.run()

@@ -188,3 +188,24 @@ def test_a_run_its_gate_refused__stays_queued_and_is_judged_again_by_the_next_ru
     admitted = etl_craft("run", "--pipeline_code", "down", "--format", "json", cwd=project)
     assert admitted.code == 0, admitted.err
     assert json.loads(admitted.out)["pipeline_run_id"] == 1, "the QUEUED run was admitted, not a new one created"
+
+
+def test_retries__a_failed_attempt_is_retried_after_its_delay_until_retries_run_out(
+        tmp_path: Path, engine_url: str | None) -> None:
+    project = write_project(tmp_path / "p", engine_url, {"flow": [
+        Task("flaky", {"fail_times": 1}), Task("broken", {"fail": True}), Task("after")]},
+        [("after", "broken", "SUCCESS")])
+    (project / "migrations" / "0002_retries.sql").write_text("".join(
+        "INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, "
+        f"'{name}', '{value}' FROM CFG_TASKS WHERE TASK_CODE = '{task}';\n"
+        for task, name, value in (("flaky", "RETRIES", "2"), ("flaky", "RETRY_DELAY_SECONDS", "1"),
+                                  ("broken", "RETRIES", "1"), ("broken", "RETRY_DELAY_SECONDS", "0"))))
+    assert etl_craft("migrate", cwd=project).code == 0
+    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    assert done.code == 9, done.err
+    assert "flaky: retry 1 of 2 (attempt" in done.out and ") in 1 s" in done.out
+    assert "broken: retry 1 of 1 (attempt" in done.out and "broken: retry 2" not in done.out
+    assert _tasks(project, 1) == {"after": ("SKIPPED", 0), "broken": ("FAILED", 2), "flaky": ("SUCCESS", 2)}
+    starts = sorted(float(p.read_text().split()[0]) for p in (project / "marks").glob("flaky.*.start"))
+    ends = sorted(float(p.read_text()) for p in (project / "marks").glob("flaky.*.end"))
+    assert starts[1] - ends[0] >= 1.0, "the retry waited for its delay"

@@ -31,6 +31,8 @@ def run(task: ScriptTask) -> ScriptResult:
     (marks / f"{task.task_code}.{task.attempt_id}.end").write_text(str(time.time()))
     if params.get("fail"):
         raise RuntimeError(f"{task.task_code} was told to fail")
+    if len(list(marks.glob(f"{task.task_code}.*.start"))) <= int(params.get("fail_times", 0)):
+        raise RuntimeError(f"{task.task_code} fails its first {params['fail_times']} attempt(s)")
     return ScriptResult(row_count=int(params.get("rows", 1)), offset=params.get("offset"))
 '''
 

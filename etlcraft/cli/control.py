@@ -1,0 +1,104 @@
+"""etl-craft mark, cancel, pause, resume and reopen: operator controls, each one call of etlcraft.services.control."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from etlcraft.cli.context import CliContext
+from etlcraft.cli.output import emit, format_option
+from etlcraft.services import control
+from etlcraft.services.control import OperationContext, OperationResult, RunRef
+
+_pipeline = click.option("--pipeline_code", "pipeline_code", required=True, metavar="P", help="The pipeline.")
+_run_id = click.option("--run-id", type=int, help="The run, by id.")
+_run_key = click.option("--run-key", help="The run, by key.")
+
+
+def _reason(help_text: str, required: bool = True) -> Callable[[Any], Any]:
+    return click.option("--reason", required=required, help=help_text)
+
+
+def _context(ctx: CliContext) -> OperationContext:
+    lease = ctx.config().orchestration.lease_seconds if ctx.has_project else 60
+    return OperationContext(ctx.existing_engine_db(), ctx.actor(), lease)
+
+
+def _emit(output_format: str, result: OperationResult) -> None:
+    emit(output_format, control.to_json(result), lambda: result.message)
+
+
+@click.command("mark")
+@_pipeline
+@click.option("--task_code", "task_code", metavar="T", help="Mark task T's outcome in the run (else the run's).")
+@click.option("--status", required=True, type=click.Choice(control.MARK_STATUSES, case_sensitive=False),
+              help="The outcome to record.")
+@_reason("Why (recorded on the run or task run and in AUD_RUN_INTERVENTIONS).")
+@click.option("--rows", "rows", type=click.IntRange(min=0), help="With --task_code: the rows the task wrote.")
+@_run_id
+@_run_key
+@format_option
+@click.pass_obj
+def mark(ctx: CliContext, pipeline_code: str, task_code: str | None, status: str, reason: str, rows: int | None,
+         run_id: int | None, run_key: str | None, output_format: str) -> None:
+    """Record by hand how a run ended, or with --task_code how a task ended in it (SUCCESS, FAILED or SKIPPED),
+    for work done or judged outside etl-craft. Refused while a live process runs the run or the task; attempts
+    whose owner died are marked LOST first. Marking a task of an ended run reopens the run."""
+    request = control.MarkRequest(pipeline_code, status.upper(), reason, task_code, rows, RunRef(run_id, run_key))
+    _emit(output_format, control.mark(_context(ctx), request))
+
+
+@click.command("cancel")
+@_pipeline
+@_reason("Why the run is cancelled (recorded).")
+@_run_id
+@_run_key
+@format_option
+@click.pass_obj
+def cancel(ctx: CliContext, pipeline_code: str, reason: str, run_id: int | None, run_key: str | None,
+           output_format: str) -> None:
+    """Cancel a run: its queued attempts are cancelled, its running ones are asked to stop, and the run ends
+    CANCELLED once none is live. Attempts whose owner died are marked LOST first."""
+    request = control.CancelRequest(pipeline_code, reason, RunRef(run_id, run_key))
+    _emit(output_format, control.cancel(_context(ctx), request))
+
+
+@click.command("reopen")
+@_pipeline
+@_reason("Why the run is reopened (recorded as a REOPEN intervention).")
+@_run_id
+@_run_key
+@format_option
+@click.pass_obj
+def reopen(ctx: CliContext, pipeline_code: str, reason: str, run_id: int | None, run_key: str | None,
+           output_format: str) -> None:
+    """Reopen an ended run, named by --run-id or --run-key, so its tasks can run in it again (a repair); a run
+    that had succeeded publishes its next output revision when it ends SUCCESS again."""
+    request = control.ReopenRequest(pipeline_code, reason, RunRef(run_id, run_key))
+    _emit(output_format, control.reopen(_context(ctx), request))
+
+
+@click.command("pause")
+@_pipeline
+@_reason("Why the pipeline is paused (recorded in AUD_PIPELINE_PAUSES).")
+@format_option
+@click.pass_obj
+def pause(ctx: CliContext, pipeline_code: str, reason: str, output_format: str) -> None:
+    """Pause a pipeline: no run and no task of it starts until etl-craft resume; runs and tasks already going are
+    left to finish."""
+    _emit(output_format, control.pause(_context(ctx), control.PauseRequest(pipeline_code, reason)))
+
+
+@click.command("resume")
+@_pipeline
+@_reason("Why the pipeline is resumed (recorded).", required=False)
+@format_option
+@click.pass_obj
+def resume(ctx: CliContext, pipeline_code: str, reason: str | None, output_format: str) -> None:
+    """Resume a paused pipeline: its runs and tasks start again at their next admission."""
+    _emit(output_format, control.resume(_context(ctx), control.ResumeRequest(pipeline_code, reason)))
+
+
+COMMANDS = (mark, cancel, reopen, pause, resume)
