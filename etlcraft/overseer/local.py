@@ -150,6 +150,8 @@ class RunLoop:
                 self.outcome.ended += self.supervisor.stop_all(f"stopped: {heartbeat.lost}")
                 self.outcome.message = f"the run's lease was lost ({heartbeat.lost}); it was left to its new owner"
                 return
+            if self.supervisor.children and self._cancel_requested():
+                self._stop_cancelled()
             started = self._dispatch()
             if not self.supervisor.children:
                 if started:
@@ -233,6 +235,22 @@ class RunLoop:
         self.reconcile()
         self.requeue_lost()
         return True
+
+    def _cancel_requested(self) -> bool:
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "run_header", run_id=self.run_id)
+        return row is not None and row["cancel_requested_at"] is not None
+
+    def _stop_cancelled(self) -> None:
+        """The run was cancelled: its running attempts end CANCELLED (their owner acknowledges the request) and their
+        process groups are stopped; finalize_run then ends the run CANCELLED."""
+        reason = f"run {self.run_id} was cancelled"
+        for attempt_id in list(self.supervisor.children):
+            with contextlib.suppress(StaleTransitionError):  # it ended meanwhile: its outcome stands
+                call(self.db, "cancel_attempt", attempt_id=attempt_id, reason=reason, owner_id=self.settings.owner_id)
+        for ended in self.supervisor.stop_all(reason):
+            self.outcome.ended.append(ended)
+            self.on_event(f"{ended.task_code}: {ended.status} ({reason})")
 
     def _retry(self, ended: Ended) -> None:
         """Queue the next attempt of a task whose attempt failed or timed out, while its RETRIES last and its error

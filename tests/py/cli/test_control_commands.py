@@ -204,6 +204,10 @@ def test_b16_mark_of_a_run_or_task_is_refused_while_a_live_process_runs_it(
         assert cancelled["run"]["status"] == "IN-PROGRESS" and cancelled["run"]["cancel_requested_at"] is not None
         assert "cancel requested: 1 attempt(s) still run" in cancelled["message"]
         assert cancelled["attempts_changed"] == [], "a live attempt is left to its owner"
+        assert parent.wait(timeout=60) == 9, "the supervisor stops the task and ends the run"
+        status = json.loads(etl_craft("status", "--pipeline_code", "slow", "--run-id", "1", "--format", "json",
+                                      cwd=project).out)
+        assert (status["run"]["status"], status["tasks"][0]["status"]) == ("CANCELLED", "CANCELLED")
     finally:
         _stop(parent, signal.SIGTERM)
 
