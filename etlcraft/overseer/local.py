@@ -158,6 +158,8 @@ class RunLoop:
                     continue
                 if self._foreign_attempts_live() or self._retry_due_later():
                     continue
+                if self._paused():
+                    return
                 break
             for ended in self.supervisor.wait(timeout=self.settings.heartbeat_seconds):
                 fault_point("child_reaped")
@@ -234,6 +236,20 @@ class RunLoop:
         time.sleep(self.settings.heartbeat_seconds)  # no child of ours to wait on: SIGTERM still interrupts this
         self.reconcile()
         self.requeue_lost()
+        return True
+
+    def _paused(self) -> bool:
+        """A paused pipeline admits no task: once what runs has ended, the run is released, IN-PROGRESS."""
+        with self.db.read() as conn:
+            pause = fetch_one(self.db, conn, "run_pipeline_pause", run_id=self.run_id)
+        if pause is None:
+            return False
+        self._release()
+        code = pause["pipeline_code"]
+        self.outcome.message = (
+            f"pipeline {code} is paused (by {pause['paused_by']}: {pause['pause_reason'] or 'no reason given'}), so "
+            f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline_code {code}, "
+            f"then etl-craft run --pipeline_code {code} --run-id {self.run_id} carries on")
         return True
 
     def _cancel_requested(self) -> bool:

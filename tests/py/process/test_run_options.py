@@ -209,3 +209,25 @@ def test_retries__a_failed_attempt_is_retried_after_its_delay_until_retries_run_
     starts = sorted(float(p.read_text().split()[0]) for p in (project / "marks").glob("flaky.*.start"))
     ends = sorted(float(p.read_text()) for p in (project / "marks").glob("flaky.*.end"))
     assert starts[1] - ends[0] >= 1.0, "the retry waited for its delay"
+
+
+def test_pause_mid_run__running_tasks_finish__no_new_task_starts__the_run_resumes_after_resume(
+        tmp_path: Path, engine_url: str | None) -> None:
+    project = write_project(tmp_path / "p", engine_url, {"flow": [Task("load", {"hold": "load"}), Task("report")]},
+                            EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log")
+    wait_for(lambda: any((project / "marks").glob("load.*.start")) if (project / "marks").is_dir() else False,
+             what="load to start")
+    assert etl_craft("pause", "--pipeline_code", "flow", "--reason", "maintenance", cwd=project).code == 0
+    release(project, "load")
+    assert parent.wait(timeout=60) == 25
+    said = (tmp_path / "run.log").read_text()
+    assert "pipeline flow is paused (by tester@cli: maintenance), so run 1 admits no more tasks" in said
+    assert _run_status(project, 1) == "IN-PROGRESS"
+    assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("NOT RUN", 0)}
+
+    assert etl_craft("resume", "--pipeline_code", "flow", cwd=project).code == 0
+    resumed = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=project)
+    assert resumed.code == 0, resumed.err
+    assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
