@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 import click
 
@@ -12,6 +12,7 @@ from etlcraft.core.actor import acting_as
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
 from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, run_pipeline
+from etlcraft.services.runs import backfill as run_backfill
 
 
 @click.command("run")
@@ -31,6 +32,8 @@ from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, r
               "not met.")
 @click.option("--force", is_flag=True, help="With --task_code: run T even if it succeeded, reopening an ended run "
               "(recorded as REOPEN).")
+@click.option("--backfill", metavar="FROM:TO", help="One BACKFILL run per date from FROM to TO (YYYY-MM-DD), in "
+              "date order, each to its end before the next; needs --reason.")
 @click.option("--init-only", is_flag=True, help="Create and admit the run, print its id, run nothing (for an external "
               "orchestrator that runs each task with --task_code).")
 @click.option("--finalize-only", is_flag=True, help="End the run from its task runs, run nothing.")
@@ -38,7 +41,7 @@ from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, r
 @click.pass_obj
 def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: int | None, run_date: datetime | None,
             reason: str | None, task_code: str | None, rerun: str | None, with_downstream: bool,
-            ignore_dependencies: bool, force: bool, init_only: bool, finalize_only: bool,
+            ignore_dependencies: bool, force: bool, backfill: str | None, init_only: bool, finalize_only: bool,
             output_format: str) -> None:
     """Run pipeline P: create the run (or resume the one named by --run-key or --run-id, or the pipeline's one
     active run), own it with a lease, start each task as soon as its dependencies are met, one process per
@@ -60,6 +63,27 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
                            ignore_dependencies=ignore_dependencies, force=force)
     request = RunRequest(pipeline_code, run_key, run_id, run_date.date() if run_date else None, reason, task)
     quiet = output_format == "json"
+    if backfill is not None:
+        if task or init_only or finalize_only or run_id is not None or run_key is not None:
+            raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task_code, "
+                             "--rerun, --init-only, --finalize-only, --run-id or --run-key")
+        first, last = _date_range(backfill)
+        with acting_as(actor):
+            try:
+                done = run_backfill(ctx.engine_db(), ctx.config(), request, first, last,
+                                    on_event=(lambda _: None) if quiet else click.echo)
+            except Interrupted as exc:
+                raise IncompleteError(f"the backfill was stopped by {exc}; its running tasks were stopped and "
+                                      f"recorded FAILED; resume it with the same command") from exc
+        emit(output_format, document("backfill-outcome", 1, {
+            "pipeline_code": done.pipeline_code, "complete": done.complete, "message": done.message,
+            "runs": [{"pipeline_run_id": r.pipeline_run_id, "status": r.status} for r in done.runs]}),
+            lambda: done.message)
+        if not done.complete:
+            if done.runs and done.runs[-1].status not in ("SUCCESS", "SKIPPED"):
+                raise RunFailedError(done.message)
+            raise IncompleteError(done.message)
+        return
     with acting_as(actor):
         if init_only:
             created = init_run(ctx.engine_db(), ctx.config(), request)
@@ -116,3 +140,14 @@ def _check_options(task_code: str | None, rerun: str | None, with_downstream: bo
             raise UsageError(f"{flag} applies to one task: give --task_code T")
     if run_id is not None and run_key is not None:
         raise UsageError("--run-id and --run-key both name the run; give one of them")
+
+
+def _date_range(text: str) -> tuple[date, date]:
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError(text)
+        return date.fromisoformat(parts[0]), date.fromisoformat(parts[1])
+    except ValueError:
+        raise UsageError(f"--backfill {text} is not FROM:TO with two dates YYYY-MM-DD, such as "
+                         "2026-11-01:2026-11-30") from None

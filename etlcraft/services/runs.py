@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters
 from etlcraft.core.actor import SYSTEM, acting_as, current_actor
-from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError, WaitingError
+from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError, UsageError, WaitingError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, is_alive, owner_id
 from etlcraft.engine.db import EngineDB, format_timestamp
@@ -103,8 +104,13 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
             raise AmbiguousError(f"pipeline {pipeline.code} has {len(active)} active runs: {listed}; "
                                  "name one with --run-id or --run-key")
         if active:
-            return _admitted(db, pipeline, int(active[0]["pipeline_run_id"]), str(active[0]["run_key"]),
-                             str(active[0]["status"]))
+            found = active[0]
+            if found["trigger_kind"] == "BACKFILL":
+                raise RefusedByPolicyError(
+                    f"pipeline {pipeline.code} is running backfill run {found['pipeline_run_id']} ({found['run_key']}) "
+                    f"as of {found['run_date']}; a plain run waits until it ends, or cancel it (B7)")
+            return _admitted(db, pipeline, int(found["pipeline_run_id"]), str(found["run_key"]),
+                             str(found["status"]))
     key = request.run_key or f"manual:{uuid.uuid4()}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=run_date, status="QUEUED",
                reason=request.reason, config_sha256=config_sha256)[0]
@@ -195,6 +201,82 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     settings = _settings(db, config, pipeline, run_id, me)
     return RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                    lambda: reconcile(db, lease)).run()
+
+
+@dataclass
+class BackfillOutcome:
+    pipeline_code: str
+    runs: list[RunOutcome]
+    message: str
+    complete: bool
+
+
+def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: date, last: date,
+             on_event: Callable[[str], None] = lambda _: None) -> BackfillOutcome:
+    """One BACKFILL run per date from first to last, in date order, each driven to its end before the next (merges
+    keep their history in date order). Before every date the pipeline must have no other active run (B7); a date
+    whose run does not end SUCCESS or SKIPPED stops the backfill. Either way the outcome says how to resume."""
+    if not request.reason:
+        raise UsageError("a backfill needs --reason: it is recorded on every run it creates")
+    if last < first:
+        raise UsageError(f"--backfill {first}:{last} ends before it starts; give FROM:TO with FROM <= TO")
+    pipeline = find_pipeline(db, request.pipeline_code)
+    lease = config.orchestration.lease_seconds
+    dates = [first + timedelta(days=n) for n in range((last - first).days + 1)]
+    outcome = BackfillOutcome(pipeline.code, [], "", complete=False)
+
+    def resume_from(day: date) -> str:
+        return (f"etl-craft run --pipeline_code {pipeline.code} --backfill {day}:{last} "
+                f"--reason {shlex.quote(request.reason or '')}")
+
+    for number, day in enumerate(dates, 1):
+        reconcile(db, lease)
+        run_id = _backfill_run(db, pipeline, day, request.reason, config.sha256)
+        if run_id is None:
+            with db.read() as conn:
+                active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
+            listed = "; ".join(f"run {r['pipeline_run_id']} ({r['run_key']}, {r['trigger_kind']}, {r['status']})"
+                               for r in active)
+            outcome.message = (f"backfill of {pipeline.code} stopped before {day} ({number - 1} of {len(dates)} "
+                               f"dates done): {listed} is active; once it has ended, resume with: {resume_from(day)}")
+            return outcome
+        on_event(f"backfill {pipeline.code}: date {number} of {len(dates)} ({day}), run {run_id}")
+        me = owner_id()
+        call(db, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
+        settings = _settings(db, config, pipeline, run_id, me)
+        ran = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
+                      lambda: reconcile(db, lease)).run()
+        outcome.runs.append(ran)
+        on_event(f"backfill {pipeline.code}: {day}: {ran.message}")
+        if ran.status not in ("SUCCESS", "SKIPPED"):
+            outcome.message = (f"backfill of {pipeline.code} stopped at {day} ({number - 1} of {len(dates)} dates "
+                               f"done): run {run_id} is {ran.status}; repair it (etl-craft run --pipeline_code "
+                               f"{pipeline.code} --run-id {run_id} --rerun T), then resume with: {resume_from(day)}")
+            return outcome
+    outcome.complete = True
+    outcome.message = f"backfill of {pipeline.code}: {len(dates)} date(s) from {first} to {last} done"
+    return outcome
+
+
+def _backfill_run(db: EngineDB, pipeline: Pipeline, day: date, reason: str | None,
+                  config_sha256: str | None) -> int | None:
+    """The backfill run of `day`: an unfinished one is resumed, else a new one is created and admitted (keys
+    backfill:<day>, then backfill:<day>#2, ... when the date was backfilled before). None when another run of the
+    pipeline is active (B7: checked before every date)."""
+    base = f"backfill:{day.isoformat()}"
+    with db.read() as conn:
+        active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
+        if any(not str(r["run_key"]).startswith(base) for r in active):
+            return None
+        key, n = base, 1
+        while (found := fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=key)) is not None:
+            if found["status"] in ("QUEUED", "IN-PROGRESS"):
+                break
+            n += 1
+            key = f"{base}#{n}"
+    row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=day,
+               trigger_kind="BACKFILL", status="QUEUED", reason=reason, config_sha256=config_sha256)[0]
+    return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
 
 
 def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request: RunRequest) -> dict[str, Any]:
