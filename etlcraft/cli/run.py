@@ -11,7 +11,7 @@ from etlcraft.cli.output import document, emit, format_option
 from etlcraft.core.actor import acting_as
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
-from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, run_pipeline
+from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, run_pipeline, skip_task
 from etlcraft.services.runs import backfill as run_backfill
 
 
@@ -32,6 +32,8 @@ from etlcraft.services.runs import backfill as run_backfill
               "not met.")
 @click.option("--force", is_flag=True, help="With --task_code: run T even if it succeeded, reopening an ended run "
               "(recorded as REOPEN).")
+@click.option("--skip", metavar="T", help="Record that task T will not run in the run (SKIPPED by an operator, "
+              "with --reason); run nothing.")
 @click.option("--backfill", metavar="FROM:TO", help="One BACKFILL run per date from FROM to TO (YYYY-MM-DD), in "
               "date order, each to its end before the next; needs --reason.")
 @click.option("--init-only", is_flag=True, help="Create and admit the run, print its id, run nothing (for an external "
@@ -41,8 +43,8 @@ from etlcraft.services.runs import backfill as run_backfill
 @click.pass_obj
 def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: int | None, run_date: datetime | None,
             reason: str | None, task_code: str | None, rerun: str | None, with_downstream: bool,
-            ignore_dependencies: bool, force: bool, backfill: str | None, init_only: bool, finalize_only: bool,
-            output_format: str) -> None:
+            ignore_dependencies: bool, force: bool, skip: str | None, backfill: str | None, init_only: bool,
+            finalize_only: bool, output_format: str) -> None:
     """Run pipeline P: create the run (or resume the one named by --run-key or --run-id, or the pipeline's one
     active run), own it with a lease, start each task as soon as its dependencies are met, one process per
     attempt within the pipeline's slots, and end the run when nothing is left to run.
@@ -83,6 +85,15 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             if done.runs and done.runs[-1].status not in ("SUCCESS", "SKIPPED"):
                 raise RunFailedError(done.message)
             raise IncompleteError(done.message)
+        return
+    if skip is not None:
+        if task or init_only or finalize_only:
+            raise UsageError("--skip records one task as skipped and runs nothing: it cannot be given with "
+                             "--task_code, --rerun, --init-only or --finalize-only")
+        with acting_as(actor):
+            skipped = skip_task(ctx.engine_db(), ctx.config(), request, skip)
+        emit(output_format, document("run-skip", 1, {"pipeline_run_id": skipped.pipeline_run_id, "task_code": skip,
+                                                     "message": skipped.message}), lambda: skipped.message)
         return
     with acting_as(actor):
         if init_only:

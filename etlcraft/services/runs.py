@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shlex
 import signal
@@ -19,6 +21,7 @@ from etlcraft.core.actor import SYSTEM, acting_as, current_actor
 from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError, UsageError, WaitingError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, is_alive, owner_id
+from etlcraft.engine.actions import masked
 from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
@@ -53,6 +56,15 @@ class Pipeline:
     pipeline_id: int
     code: str
     slots: int | None
+
+
+def _action(request: RunRequest, **more: Any) -> str:
+    """The command's arguments for AUD_ACTIONS, as JSON (what was asked, not what it led to)."""
+    arguments = {k: v for k, v in dataclasses.asdict(request).items() if v is not None and k != "task"}
+    if request.task is not None:
+        arguments.update({k: v for k, v in dataclasses.asdict(request.task).items() if v})
+    arguments.update({k: v for k, v in more.items() if v is not None})
+    return json.dumps(masked(arguments), sort_keys=True, default=str)
 
 
 def find_pipeline(db: EngineDB, code: str) -> Pipeline:
@@ -195,7 +207,10 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     run_date = request.run_date or datetime.now(orchestration.zone).date()
     run_id = choose_run(db, pipeline, request, run_date, config.sha256)
     me = owner_id()
-    call(db, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
+    with db.write() as conn:
+        call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
+        call_in(db, conn, "record_action", command="run", arguments=_action(request), pipeline_id=pipeline.pipeline_id,
+                run_id=run_id, host=host())
     fault_point("run_created")
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
     settings = _settings(db, config, pipeline, run_id, me)
@@ -224,6 +239,9 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
     lease = config.orchestration.lease_seconds
     dates = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     outcome = BackfillOutcome(pipeline.code, [], "", complete=False)
+
+    call(db, "record_action", command="run --backfill", arguments=_action(request, backfill=f"{first}:{last}"),
+         pipeline_id=pipeline.pipeline_id, host=host())
 
     def resume_from(day: date) -> str:
         return (f"etl-craft run --pipeline_code {pipeline.code} --backfill {day}:{last} "
@@ -356,6 +374,9 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
             call_in(db, conn, "reopen_run", run_id=run_id,
                     reason=request.reason or f"etl-craft run {why}")
         call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
+        call_in(db, conn, "record_action", command="run --rerun" if task.rerun else "run --task_code",
+                arguments=_action(request), pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id,
+                host=host())
         if status is None and not task.ignore_dependencies:
             _check_dependencies(db, conn, task, run_id, task_id, rows, edges, where)
         queued = call_in(db, conn, "queue_attempt", run_id=run_id, task_id=task_id, rerun=status == "SUCCESS")[0]
@@ -411,6 +432,30 @@ def _check_dependencies(db: EngineDB, conn: Any, task: TaskRequest, run_id: int,
     raise WaitingError(f"task {task.task_code} {where} waits for its dependencies: {upstream}; nothing was "
                        f"recorded. Run them first (etl-craft run --pipeline_code P --run-id {run_id}), or pass "
                        "--ignore-dependencies")
+
+
+def skip_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task_code: str) -> RunOutcome:
+    """`run --skip T`: an operator records that T will not run in the run (SKIPPED, with the reason); the engine
+    never runs it there afterwards, and its dependents judge it as any SKIPPED upstream."""
+    if not request.reason:
+        raise UsageError(f"--skip {task_code} needs --reason: it is recorded on the task run")
+    pipeline = find_pipeline(db, request.pipeline_code)
+    run = select_run(db, config, pipeline, request)
+    run_id = int(run["pipeline_run_id"])
+    with db.read() as conn:
+        rows = {r["task_code"]: r for r in fetch_all(db, conn, "run_task_rows", run_id=run_id)}
+    if task_code not in rows:
+        raise NotFoundError(f"task {task_code} is not an active task of pipeline {pipeline.code}; its tasks are "
+                            f"{', '.join(sorted(rows)) or 'none'}")
+    task_id = int(rows[task_code]["task_id"])
+    with db.write() as conn:
+        skipped = call_in(db, conn, "skip_task_run", run_id=run_id, task_id=task_id, reason=request.reason,
+                          by_operator=True)[0]
+        call_in(db, conn, "record_action", command="run --skip", arguments=_action(request, skip=task_code),
+                pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id, host=host())
+    return RunOutcome(run_id, str(run["status"]), f"task {task_code} is {skipped.status} in run {run_id} of "
+                      f"{pipeline.code} ({request.reason}); the next etl-craft run --pipeline_code {pipeline.code} "
+                      f"--run-id {run_id} runs the rest")
 
 
 def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:

@@ -231,3 +231,26 @@ def test_pause_mid_run__running_tasks_finish__no_new_task_starts__the_run_resume
     resumed = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=project)
     assert resumed.code == 0, resumed.err
     assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
+
+
+def test_skip__an_operator_skip_stands__the_run_goes_on_without_the_task__each_command_is_recorded_once(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report"), Task("audit")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", "--init-only", cwd=project).code == 0
+    unexplained = etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", "--skip", "audit", cwd=project)
+    assert unexplained.code == 2 and "--skip audit needs --reason" in unexplained.err
+    skipped = etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", "--skip", "audit", "--reason",
+                        "audited by hand", cwd=project)
+    assert skipped.code == 0, skipped.err
+    assert "task audit is SKIPPED in run 1 of flow (audited by hand)" in skipped.out
+    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", cwd=project).code == 0
+    assert _tasks(project, 1) == {"audit": ("SKIPPED", 0), "load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
+    assert _run_status(project, 1) == "SUCCESS"
+    with sqlite3.connect(project / ".etl-craft" / "engine.db") as conn:
+        actions = conn.execute("SELECT COMMAND, ACTOR, PIPELINE_RUN_ID, ARGUMENTS FROM AUD_ACTIONS"
+                               " WHERE COMMAND LIKE 'run%' ORDER BY ACTION_ID").fetchall()
+    assert [(c, a, r) for c, a, r, _ in actions] == [("run --skip", "tester@cli", 1), ("run", "tester@cli", 1)]
+    assert json.loads(actions[0][3])["reason"] == "audited by hand"
