@@ -7,8 +7,22 @@ import sys
 import click
 
 from etlcraft import __version__
+from etlcraft.cli import (
+    audit,
+    doctor,
+    explain,
+    init,
+    init_db,
+    list_pipelines,
+    migrate,
+    reconcile,
+    rehash,
+    run,
+    show,
+    status,
+    validate,
+)
 from etlcraft.cli import control as control_commands
-from etlcraft.cli import doctor, init, init_db, list_pipelines, migrate, reconcile, rehash, run, show, status, validate
 from etlcraft.cli.context import CliContext
 from etlcraft.core.errors import EtlCraftError
 
@@ -28,7 +42,7 @@ def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema:
     ctx.call_on_close(ctx.obj.close)
 
 
-for module in (init, init_db, migrate, doctor, validate, list_pipelines, show, run, reconcile, rehash):
+for module in (init, init_db, migrate, doctor, validate, list_pipelines, show, run, reconcile, rehash, explain, audit):
     cli.add_command(module.command)
 for read_command in (status.status, status.history, status.logs):
     cli.add_command(read_command)

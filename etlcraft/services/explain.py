@@ -1,0 +1,427 @@
+"""Why a task of a run is in its state, and what would make it run: `explain(snapshot) -> Explanation`.
+
+The snapshot is read in one read transaction (`read_snapshot`): the task's dependencies with their upstream task
+runs, its run condition, the run and its pipeline's pause, the task run and its attempts, the gate decisions that
+concern it and its retry parameters. `explain` is a pure function of it, so every state has a golden test built
+from a hand-made snapshot. The dependency rules are ready_tasks' (docs/reference/sql-functions.md): an edge is
+settled when its upstream task run is SUCCESS, FAILED, SKIPPED or CANCELLED, and met by its type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from etlcraft.core import parameters
+from etlcraft.core.errors import NotFoundError
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.services.control import RunRef, resolve_run
+from etlcraft.services.runs import find_pipeline
+
+SCHEMA = "etl-craft/explanation/1"
+SETTLED = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
+LIVE = ("QUEUED", "CLAIMED", "RUNNING")
+ENDED_RUN = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
+_WANTS = {"SUCCESS": "succeeds", "FAILURE": "fails", "HAS_DATA": "succeeds writing rows", "ALWAYS": "ends"}
+
+
+@dataclass(frozen=True)
+class Pause:
+    paused_at: datetime
+    paused_by: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    number: int
+    status: str
+    queued_at: datetime | None
+    not_before: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    error: str | None
+    retryable: str | None = None
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A dependency of the task: its upstream's task run in this run (same pipeline), or None when it has none or
+    the upstream is of another pipeline (judged by the task gate)."""
+
+    upstream: str
+    dependency_type: str
+    same_pipeline: bool
+    upstream_status: str | None
+    upstream_rows_written: int | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    scope: str  # "pipeline" (the run's gate) or "task" (the task's cross-pipeline gate)
+    upstream: str
+    dependency_type: str
+    result: str
+    reason: str
+    decided_at: datetime
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    pipeline_code: str
+    task_code: str
+    run_id: int
+    run_key: str
+    run_date: date
+    run_status: str
+    cancel_requested: bool
+    pause: Pause | None
+    run_condition: str
+    task_status: str | None  # None: no task run in this run
+    task_message: str | None
+    attempts: tuple[Attempt, ...]
+    edges: tuple[Edge, ...]
+    decisions: tuple[Decision, ...]
+    retries: int
+    retry_delay: float
+    retry_backoff: float
+    now: datetime
+
+
+@dataclass(frozen=True)
+class Dependency:
+    upstream: str
+    dependency_type: str
+    upstream_status: str
+    met: bool
+    settled: bool
+
+
+@dataclass(frozen=True)
+class Retry:
+    retries: int
+    delay_seconds: float
+    backoff: float
+    attempts_used: int
+    scheduled_attempt: int | None
+    scheduled_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    pipeline_code: str
+    task_code: str
+    run_id: int
+    run_key: str
+    run_date: date
+    run_status: str
+    pause: Pause | None
+    task_status: str
+    task_message: str | None
+    attempts: tuple[Attempt, ...]
+    run_condition: str
+    dependencies: tuple[Dependency, ...]
+    decisions: tuple[Decision, ...]
+    retry: Retry
+    verdict: str
+
+
+# --- the pure part ----------------------------------------------------------------------------------------------
+
+def judge(edge: Edge) -> Dependency:
+    """ready_tasks' rule for one edge; another pipeline's upstream is settled by the task gate, not here."""
+    status = edge.upstream_status
+    settled = edge.same_pipeline and status in SETTLED
+    met = settled and {"SUCCESS": status == "SUCCESS", "FAILURE": status == "FAILED",
+                       "HAS_DATA": status == "SUCCESS" and (edge.upstream_rows_written or 0) > 0,
+                       "ALWAYS": True}.get(edge.dependency_type, False)
+    shown = status or ("NOT RUN" if edge.same_pipeline else "judged by the task gate")
+    return Dependency(edge.upstream, edge.dependency_type, shown, bool(met), bool(settled))
+
+
+def _gated(dep: Dependency, decisions: tuple[Decision, ...]) -> Dependency:
+    """Another pipeline's upstream: met when the task gate's latest decision on it was SATISFIED or BYPASSED."""
+    latest = [d for d in decisions if d.scope == "task" and d.upstream == dep.upstream]
+    if not latest:
+        return dep
+    result = latest[-1].result
+    return dataclasses.replace(dep, upstream_status=f"gate {result}", met=result in ("SATISFIED", "BYPASSED"))
+
+
+def explain(snap: Snapshot) -> Explanation:
+    """The explanation of one task's state in one run, ending with the one sentence that says what would make it
+    run, or that it already ran, or that nothing will."""
+    deps = tuple(_gated(judge(e), snap.decisions) if not e.same_pipeline else judge(e) for e in snap.edges)
+    scheduled = next((a for a in snap.attempts if a.status == "QUEUED" and a.not_before and a.not_before > snap.now),
+                     None)
+    retry = Retry(snap.retries, snap.retry_delay, snap.retry_backoff, len(snap.attempts),
+                  scheduled.number if scheduled else None, scheduled.not_before if scheduled else None)
+    return Explanation(snap.pipeline_code, snap.task_code, snap.run_id, snap.run_key, snap.run_date, snap.run_status,
+                       snap.pause, snap.task_status or "NOT RUN", snap.task_message, snap.attempts, snap.run_condition,
+                       deps, snap.decisions, retry, _verdict(snap, deps))
+
+
+def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
+    task, run = snap.task_code, f"run {snap.run_id}"
+    last = snap.attempts[-1] if snap.attempts else None
+    if snap.task_status == "SUCCESS":
+        how = f"in attempt {last.number}" if last and last.status == "SUCCESS" else "(recorded by hand)"
+        return (f"{task} already ran: it succeeded {how}, and nothing runs it again in {run} unless asked to "
+                f"(etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} --task_code {task} "
+                "--force).")
+    if snap.run_status in ENDED_RUN:
+        return _ended_run_verdict(snap, deps)
+    if last is not None and last.status in LIVE:
+        return _live_verdict(snap, last)
+    if snap.cancel_requested:
+        return f"Nothing will run {task}: {run} is being cancelled."
+    if snap.run_status == "QUEUED":
+        return _gate_verdict(snap)
+    if snap.pause is not None:
+        return (f"Nothing starts {task} while pipeline {snap.pipeline_code} is paused (since "
+                f"{_at(snap.pause.paused_at)} by {snap.pause.paused_by}); etl-craft resume --pipeline_code "
+                f"{snap.pipeline_code} would let it run.")
+    if snap.task_status in ("FAILED", "CANCELLED"):
+        return _ended_verdict(snap, last)
+    if snap.task_status == "SKIPPED":
+        why = f" ({snap.task_message})" if snap.task_message else ""
+        return (f"{task} was skipped{why}; it runs only if its upstream is rerun and then meets its dependencies, "
+                f"or when asked: etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} "
+                f"--task_code {task} --ignore-dependencies.")
+    return _dependency_verdict(snap, deps)
+
+
+def _ended_run_verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
+    task, command = snap.task_code, f"etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id}"
+    ended = f"Nothing will run {task}: run {snap.run_id} ended {snap.run_status}"
+    if snap.task_status in ("FAILED", "CANCELLED"):
+        return f"{ended}; {command} --rerun {task} would reopen the run and run {task} again."
+    failed = [d for d in deps if d.settled and not d.met and d.upstream_status in ("FAILED", "CANCELLED")]
+    if failed:
+        upstream = failed[0].upstream
+        return (f"{ended} and {upstream} {failed[0].upstream_status}; {command} --rerun {upstream} "
+                f"--with-downstream would run {upstream} again and then {task} once its dependencies are met.")
+    return f"{ended}; {command} --task_code {task} --ignore-dependencies --force would run {task} by hand."
+
+
+def _live_verdict(snap: Snapshot, last: Attempt) -> str:
+    task = snap.task_code
+    if last.status != "QUEUED":
+        return f"{task} is running now (attempt {last.number}, {last.status}); it ends by itself."
+    if last.not_before is not None and last.not_before > snap.now:
+        retry = last.number - 1
+        return (f"{task} runs again when attempt {last.number} (retry {retry} of {snap.retries}) falls due at "
+                f"{_at(last.not_before)} and an overseer of run {snap.run_id} claims it.")
+    return f"{task} runs as soon as an overseer of run {snap.run_id} claims its queued attempt {last.number}."
+
+
+def _gate_verdict(snap: Snapshot) -> str:
+    unmet = [d for d in snap.decisions if d.scope == "pipeline" and d.result == "UNSATISFIED"]
+    if not unmet:
+        return (f"{snap.task_code} can run once run {snap.run_id} is admitted through its pipeline gate "
+                "(it is QUEUED and has not been judged yet).")
+    names = ", ".join(f"{d.upstream} ({d.dependency_type})" for d in unmet)
+    return (f"{snap.task_code} can run once run {snap.run_id} passes its pipeline gate, which waits on {names}; "
+            "the gate is judged again at the next look.")
+
+
+def _ended_verdict(snap: Snapshot, last: Attempt | None) -> str:
+    task, rerun = snap.task_code, (f"etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} "
+                                   f"--rerun {snap.task_code}")
+    if snap.task_status == "CANCELLED":
+        return f"Nothing will run {task}: it was cancelled; {rerun} would run it again."
+    if last is None:
+        return f"Nothing will run {task} again by itself: it was marked FAILED by hand; {rerun} would run it."
+    if last.status == "LOST":
+        return (f"{task} runs again when an overseer takes over run {snap.run_id} (etl-craft run --pipeline_code "
+                f"{snap.pipeline_code} --run-id {snap.run_id}): its attempt {last.number} was LOST, so whether it "
+                "finished is unknown, and it is queued again.")
+    if last.retryable == "N":
+        return (f"Nothing will run {task} again by itself: attempt {last.number} failed with an error that cannot "
+                f"succeed on a retry; fix the cause, then {rerun}.")
+    if last.number > snap.retries:
+        return (f"Nothing will run {task} again by itself: attempt {last.number} {last.status} and its "
+                f"{snap.retries} retr{'y' if snap.retries == 1 else 'ies'} are used up; {rerun} would run it again.")
+    return (f"{task} runs again when an overseer of run {snap.run_id} queues retry {last.number} of {snap.retries} "
+            "(it has not been queued yet).")
+
+
+def _dependency_verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
+    task, local = snap.task_code, [d for d, e in zip(deps, snap.edges, strict=True) if e.same_pipeline]
+    if not local:
+        return f"{task} runs as soon as an overseer of run {snap.run_id} has a free slot (nothing holds it back)."
+    met, open_ = [d for d in local if d.met], [d for d in local if not d.settled]
+    failed = [d for d in local if d.settled and not d.met]
+    every = snap.run_condition == "ALL"
+    if (every and failed) or (not every and not met and not open_):
+        culprit = failed[0]
+        blocked = culprit.upstream_status == "FAILED" and culprit.dependency_type != "FAILURE"
+        cause = (f"{culprit.upstream} FAILED" if blocked
+                 else f"its {culprit.dependency_type} dependency on {culprit.upstream} can never be met "
+                      f"({culprit.upstream} ended {culprit.upstream_status})")
+        hope = f"; {task} runs only if {culprit.upstream} is rerun and succeeds" if blocked else ""
+        return f"Nothing will run {task}: {cause}, so the overseer skips it{hope}."
+    if (every and not open_) or (not every and met):
+        return f"{task} is ready: an overseer of run {snap.run_id} queues it at its next look."
+    waits = " and ".join(f"{d.upstream} {_WANTS.get(d.dependency_type, 'ends')}" for d in open_)
+    if not every:
+        waits = " or ".join(f"{d.upstream} {_WANTS.get(d.dependency_type, 'ends')}" for d in open_)
+    return f"{task} runs once {waits}."
+
+
+# --- text and JSON -------------------------------------------------------------------------------------------------
+
+def _at(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0][:200] if (text or "").strip() else ""
+
+
+def render(ex: Explanation) -> str:
+    """The explanation as text for people, one fact per line, the verdict last."""
+    lines = [f"task {ex.task_code} of pipeline {ex.pipeline_code} in run {ex.run_id} (key {ex.run_key}, run date "
+             f"{ex.run_date.isoformat()})",
+             f"run: {ex.run_status}",
+             "pause: none" if ex.pause is None else
+             f"pause: paused since {_at(ex.pause.paused_at)} by {ex.pause.paused_by}"
+             + (f": {ex.pause.reason}" if ex.pause.reason else ""),
+             f"task: {ex.task_status}, {len(ex.attempts)} attempt(s)"
+             + (f": {_first_line(ex.task_message)}" if _first_line(ex.task_message) else "")]
+    for a in ex.attempts:
+        error = _first_line(a.error)
+        lines.append(f"  attempt {a.number}: {a.status}, queued {_at(a.queued_at)}, started {_at(a.started_at)}, "
+                     f"ended {_at(a.ended_at)}" + (f", not before {_at(a.not_before)}" if a.not_before else "")
+                     + (f"; error: {error}" if error else ""))
+    need = "every dependency must be met" if ex.run_condition == "ALL" else "one met dependency is enough"
+    lines.append(f"run condition: {ex.run_condition} ({need})")
+    lines.append("dependencies:" + ("" if ex.dependencies else " none"))
+    for d in ex.dependencies:
+        state = "met" if d.met else ("never met" if d.settled else "not met yet")
+        lines.append(f"  {d.upstream} ({d.dependency_type}): upstream {d.upstream_status}, {state}")
+    lines.append("cross-pipeline decisions:" + ("" if ex.decisions else " none"))
+    for g in ex.decisions:
+        lines.append(f"  {g.scope} gate, {g.upstream} ({g.dependency_type}): {g.result} at {_at(g.decided_at)}: "
+                     f"{g.reason}")
+    r = ex.retry
+    scheduled = (f"attempt {r.scheduled_attempt} is due at {_at(r.scheduled_at)}" if r.scheduled_attempt
+                 else "none scheduled")
+    lines.append(f"retries: {r.retries} (delay {r.delay_seconds:g} s, backoff {r.backoff:g}); {scheduled}")
+    lines.append(f"=> {ex.verdict}")
+    return "\n".join(lines)
+
+
+def to_json(ex: Explanation) -> dict[str, Any]:
+    """The explanation's JSON document: {"schema": "etl-craft/explanation/1", ...}; times ISO 8601 in UTC."""
+    return {"schema": SCHEMA, **_plain(dataclasses.asdict(ex))}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+# --- reading the snapshot ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExplainRequest:
+    pipeline_code: str
+    task_code: str
+    run: RunRef = dataclasses.field(default_factory=RunRef)
+
+
+def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
+    """Everything explain needs about the task in the run, read in one read transaction (the run is named as the
+    operator controls name it: by id, by key, or the pipeline's single run that has not ended)."""
+    pipeline = find_pipeline(db, request.pipeline_code)
+    run_id = resolve_run(db, pipeline, request.run, "explain")
+    with db.read() as conn:
+        if db.is_postgres:  # one snapshot for every read below, not one per statement
+            conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+        task = fetch_one(db, conn, "explain_task", pipeline_id=pipeline.pipeline_id, task_code=request.task_code)
+        if task is None:
+            rows = fetch_all(db, conn, "control_task_codes", pipeline_id=pipeline.pipeline_id)
+            codes = [r["task_code"] for r in rows]
+            raise NotFoundError(f"task {request.task_code} is not an active task of pipeline {pipeline.code}; its "
+                                f"tasks are {', '.join(codes) or 'none'}")
+        task_id = int(task["task_id"])
+        run = fetch_one(db, conn, "run_header", run_id=run_id)
+        assert run is not None, "resolve_run returns a run of the pipeline"
+        pause = fetch_one(db, conn, "run_pipeline_pause", run_id=run_id)
+        task_run = fetch_one(db, conn, "explain_task_run", run_id=run_id, task_id=task_id)
+        attempts = fetch_all(db, conn, "explain_attempts", run_id=run_id, task_id=task_id)
+        edges = fetch_all(db, conn, "explain_dependencies", run_id=run_id, task_id=task_id)
+        decisions = fetch_all(db, conn, "explain_decisions", run_id=run_id, task_id=task_id)
+        params = {p["parameter_name"].upper(): p["parameter_value"]
+                  for p in fetch_all(db, conn, "task_parameters_of", task_id=task_id) if p["parameter_value"]}
+    return Snapshot(
+        pipeline.code, request.task_code, run_id, run["run_key"], _day(run["run_date"]), run["status"],
+        run["cancel_requested_at"] is not None,
+        None if pause is None else Pause(_time_of(pause["paused_at"]), pause["paused_by"], pause["pause_reason"]),
+        task["run_condition"], None if task_run is None else task_run["status"],
+        None if task_run is None else (task_run["error_message"] or task_run["message"]),
+        tuple(Attempt(int(a["attempt_number"]), a["status"], _time(a["queued_at"]), _time(a["not_before"]),
+                      _time(a["started_at"]), _time(a["ended_at"]), a["error_message"], a["retryable"])
+              for a in attempts),
+        tuple(Edge(_edge_name(e), e["dependency_type"], e["same_pipeline"] == "Y", e["upstream_status"],
+                   None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"])) for e in edges),
+        tuple(_decision(g) for g in decisions),
+        int(_param(params, "RETRIES")), float(_param(params, "RETRY_DELAY_SECONDS")),
+        float(_param(params, "RETRY_BACKOFF")), db.clock.now())
+
+
+def explain_task(db: EngineDB, request: ExplainRequest) -> Explanation:
+    return explain(read_snapshot(db, request))
+
+
+def _edge_name(row: dict[str, Any]) -> str:
+    code = row["upstream_task_code"]
+    return code if row["same_pipeline"] == "Y" else f"{row['upstream_pipeline_code']}.{code}"
+
+
+def _decision(row: dict[str, Any]) -> Decision:
+    scope = "pipeline" if row["pipeline_dependency_id"] is not None else "task"
+    upstream = row["upstream_pipeline_code"] if scope == "pipeline" else (
+        f"{row['upstream_pipeline_code']}.{row['upstream_task_code']}")
+    return Decision(scope, str(upstream), str(row["dependency_type"]), row["result"], row["reason"],
+                    _time_of(row["decided_at"]))
+
+
+def _param(values: dict[str, str], name: str) -> str:
+    found = values.get(name)
+    default = parameters.BY_NAME[name].default
+    assert found is not None or default is not None
+    return found if found is not None else str(default)
+
+
+def _time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    assert isinstance(moment, datetime)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _time_of(value: Any) -> datetime:
+    moment = _time(value)
+    assert moment is not None
+    return moment
+
+
+def _day(value: Any) -> date:
+    if isinstance(value, datetime):
+        return value.date()
+    return date.fromisoformat(value) if isinstance(value, str) else value
