@@ -1,24 +1,37 @@
-"""Fault points for tests: ETLCRAFT_FAULT=name raises InjectedFaultError at the point called `name`, and
-ETLCRAFT_FAULT=name:kill ends the process at once with exit code 137. A no-op when the variable is unset."""
+"""Fault points for tests, named by ETLCRAFT_FAULT=name[:mode], a no-op when the variable is unset.
+
+At the point called `name`: with no mode, InjectedFaultError is raised; with `kill` the process ends at once with
+exit code 137 (as if killed: no cleanup, no outcome recorded); with `pause` it sleeps up to PAUSE_SECONDS, so a
+test can signal it exactly there (a SIGTERM handler runs during the sleep). Each firing first writes one line to
+the process's stderr (a task process's stderr is its attempt's log), so a test can tell that it fired.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 from etlcraft.core.errors import InjectedFaultError
 
 VARIABLE = "ETLCRAFT_FAULT"
+MODES = ("raise", "kill", "pause")
+PAUSE_SECONDS = 60.0
 
-#: Every fault point, in the order an attempt passes them (tests loop over these).
+#: Every write boundary an attempt passes, in order, on the path of `etl-craft run` (tests loop over these):
+#: a process killed at any of them leaves an Engine DB that the next run completes consistently.
 POINTS = (
-    "run_created",  # the run exists and is owned, before any task
-    "attempt_queued",  # after queue_attempt committed
-    "attempt_claimed",  # after claim_attempt committed, before the child starts
-    "child_started",  # in the child, after start_attempt committed
-    "handler_done",  # in the child, after the handler returned, before finish_attempt
-    "outcome_recorded",  # in the child, after finish_attempt committed
-    "child_reaped",  # in the parent, after the child ended, before checking its attempt
-    "before_finalize",  # in the parent, when nothing is left to run
+    "run_created",  # in the parent, after start_run committed: the run is owned, before any task
+    "attempt_queued",  # in the parent, after queue_attempt committed
+    "attempt_claimed",  # in the parent, after claim_attempt committed, before the task process starts
+    "child_entered",  # in the task process, before start_attempt: the attempt is still CLAIMED
+    "child_started",  # in the task process, after start_attempt committed (RUNNING)
+    "handler_done",  # in the task process, after the handler returned, before finish_attempt
+    "outcome_recorded",  # in the task process, after finish_attempt committed (SUCCESS or FAILED, with the offset)
+    "child_reaped",  # in the parent, after a task process ended, before its attempt is checked
+    "failure_recorded",  # in the parent, after it recorded FAILED for a task process that recorded nothing
+    "attempt_timed_out",  # in the parent, after time_out_attempt committed, before the task process is stopped
+    "before_finalize",  # in the parent, when nothing is left to run, before finalize_run
 )
 
 
@@ -29,6 +42,14 @@ def fault_point(name: str) -> None:
     point, _, mode = wanted.partition(":")
     if point != name:
         return
+    mode = mode or "raise"
+    print(f"etl-craft: fault point {name} fired in process {os.getpid()} ({VARIABLE}={wanted})", file=sys.stderr,
+          flush=True)
     if mode == "kill":
         os._exit(137)
+    if mode == "pause":
+        time.sleep(PAUSE_SECONDS)
+        return
+    if mode != "raise":
+        raise InjectedFaultError(f"{VARIABLE}={wanted} names the mode {mode!r}; expected one of {', '.join(MODES)}")
     raise InjectedFaultError(f"fault point {name} fired ({VARIABLE}={wanted})")

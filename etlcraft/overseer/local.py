@@ -27,7 +27,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import ChildRequest
-from etlcraft.supervisor.local import Ended, LocalSupervisor
+from etlcraft.supervisor.local import Ended, LocalSupervisor, holding_stops
 
 SYSTEM_KIND = ActorKind("SYSTEM")
 
@@ -121,7 +121,12 @@ class RunLoop:
         self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
         self.policies, self.on_event, self.reconcile, self.scope = policies, on_event, reconcile, scope
         self.waited_on: set[int] = set()
-        self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots, settings.log_dir)
+        try:
+            self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots,
+                                              settings.log_dir)
+        except EtlCraftError:
+            self._release()  # nothing was claimed: the next etl-craft run resumes the run at once
+            raise
         self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
         self.task_codes: dict[int, str] = {}
 
@@ -203,14 +208,25 @@ class RunLoop:
         for pool, kind in queues:
             if self.supervisor.free <= 0:
                 return
-            claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
-                           lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
-                           max_attempts=self.supervisor.free)
-            for attempt in claimed:
-                fault_point("attempt_claimed")
-                code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
+            with holding_stops():  # a stop finds each claimed attempt started and supervised, never claimed only (B3)
+                self._claim_pool(pool, kind)
+
+    def _claim_pool(self, pool: str, kind: str) -> None:
+        claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
+                       lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
+                       max_attempts=self.supervisor.free)
+        for attempt in claimed:
+            fault_point("attempt_claimed")
+            code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
+            try:
                 self.supervisor.start(attempt.attempt_id, code, self.policies(attempt.task_id).timeout)
-                self.on_event(f"{code}: started attempt {attempt.attempt_id}")
+            except EtlCraftError as exc:  # the attempt is recorded FAILED (B2): it retries or fails the task
+                ended = Ended(attempt.attempt_id, code, "FAILED", None)
+                self.outcome.ended.append(ended)
+                self.on_event(f"{code}: FAILED ({exc})")
+                self._retry(ended)
+                continue
+            self.on_event(f"{code}: started attempt {attempt.attempt_id}")
 
     def _task_code(self, task_id: int) -> str:
         with self.db.read() as conn:

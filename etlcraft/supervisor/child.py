@@ -33,6 +33,11 @@ from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
 LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG
 EXIT_SUCCESS, EXIT_FAILED, EXIT_NOT_RECORDED = 0, 1, 3
 
+#: The Engine DB of the process the fork server was forked from (see inherit()), and the connection pools it
+#: had, which a task process keeps referenced so that nothing ever closes them from here.
+_inherited: EngineDB | None = None
+_parent_pools: list[Any] = []
+
 
 @dataclass(frozen=True)
 class ChildRequest:
@@ -63,12 +68,10 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
 def main(request: ChildRequest) -> None:
     """Entry point in the forked child. Never returns: the process ends with os._exit."""
     os.setsid()
-    log = os.open(request.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - the process's own stdout
-    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    try:
+        _capture_output(request.log_path)
+    except OSError as exc:  # nothing ran yet: the attempt is still CLAIMED, and is recorded FAILED with the error
+        _exit(_record_unstarted(request, exc))
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGHUP, _stop)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -78,6 +81,17 @@ def main(request: ChildRequest) -> None:
     except BaseException:
         traceback.print_exc()
     _exit(code)
+
+
+def _capture_output(log_path: str) -> None:
+    """Send everything the process writes to fds 1 and 2 (its own prints, C extensions, subprocesses) to the
+    attempt's log file, line-buffered so a kill loses at most a partial line (B54)."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - the process's own stdout
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
 
 
 def _exit(code: int) -> None:
@@ -91,11 +105,32 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
+def inherit(db: EngineDB) -> None:
+    """Let task processes forked from this process (through a fork server forked from it) use `db`'s engine,
+    whose dialect is initialized already, with connections of their own."""
+    global _inherited
+    _inherited = db
+
+
+def engine_db(request: ChildRequest) -> EngineDB:
+    """The Engine DB the request names, opened by this process: the inherited engine with a new, empty pool when it
+    is the same database (SQLAlchemy's dispose(close=False) after a fork: the parent's connections are left alone),
+    else a new engine."""
+    db = _inherited
+    if (db is None or db.schema != (request.engine_schema if db.is_postgres else "")
+            or db.url.render_as_string(hide_password=False) != request.engine_url):
+        return EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
+    _parent_pools.append(db.engine.pool)  # dropping it could close the parent's connections as it is freed
+    db.engine.dispose(close=False)
+    return db
+
+
 def run_attempt(request: ChildRequest) -> int:
-    db = EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
+    db = engine_db(request)
     actor = Actor(request.actor_name, ActorKind(request.actor_kind))
     with acting_as(actor):
         try:
+            fault_point("child_entered")
             call(db, "start_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, host=host(),
                  pid=os.getpid(), process_start=process_start(os.getpid()) or "unknown",
                  lease_seconds=request.lease_seconds, log_path=request.log_path)
@@ -159,12 +194,16 @@ def _record_success(db: EngineDB, request: ChildRequest, result: HandlerResult) 
     if result.message:
         print(result.message, flush=True)
     sys.stdout.flush()
-    call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="SUCCESS",
-         exit_code=EXIT_SUCCESS, source_count=counts.source, insert_count=counts.insert,
-         update_count=counts.update, delete_count=counts.delete, duplicate_count=counts.duplicate,
-         rows_written=counts.rows_written, target_count=counts.target, task_log=_tail(request.log_path),
-         log_path=request.log_path, offset_value=offset.value if offset else None,
-         offset_type=offset.type if offset else None)
+    try:
+        call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="SUCCESS",
+             exit_code=EXIT_SUCCESS, source_count=counts.source, insert_count=counts.insert,
+             update_count=counts.update, delete_count=counts.delete, duplicate_count=counts.duplicate,
+             rows_written=counts.rows_written, target_count=counts.target, task_log=_tail(request.log_path),
+             log_path=request.log_path, offset_value=offset.value if offset else None,
+             offset_type=offset.type if offset else None)
+    except StaleTransitionError as stale:  # a zombie: its attempt was lost, timed out or stopped meanwhile (B8)
+        print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
+        return EXIT_NOT_RECORDED
     fault_point("outcome_recorded")
     return EXIT_SUCCESS
 
@@ -185,5 +224,24 @@ def _record_failure(db: EngineDB, request: ChildRequest, exc: BaseException) -> 
              exit_code=EXIT_FAILED, **fields)
     except StaleTransitionError as stale:
         print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
+        return EXIT_NOT_RECORDED
+    fault_point("outcome_recorded")
+    return EXIT_FAILED
+
+
+def _record_unstarted(request: ChildRequest, exc: OSError) -> int:
+    """B2: the task process could not set itself up (its log file cannot be opened), so its CLAIMED attempt is
+    recorded FAILED with the error, never left CLAIMED or RUNNING."""
+    message = (f"could not start the task process of attempt {request.attempt_id}: its log file {request.log_path} "
+               f"cannot be opened ({type(exc).__name__}: {exc}); expected a file etl-craft can write; make its folder "
+               "writable, or move what is in the way, and run the task again")
+    print(f"etl-craft: {message}", file=sys.stderr, flush=True)
+    try:
+        db = engine_db(request)
+        with acting_as(Actor(request.actor_name, ActorKind(request.actor_kind))):
+            call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="FAILED",
+                 exit_code=EXIT_FAILED, error_message=message)
+    except EtlCraftError as not_recorded:  # stale, or the Engine DB is unreachable: the parent records the end
+        print(f"etl-craft: {not_recorded}", file=sys.stderr, flush=True)
         return EXIT_NOT_RECORDED
     return EXIT_FAILED

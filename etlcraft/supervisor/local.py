@@ -1,4 +1,5 @@
-"""Task processes on this machine: started from a warm fork server, watched, timed out, stopped.
+"""Task processes on this machine: started from a warm fork server (a fork of this process, made before its
+heartbeat thread starts: etlcraft.supervisor.forkserver), watched, timed out, stopped.
 
 The parent shares each attempt's owner id with its child. When a child ends without recording its outcome
 (killed, crashed), the parent records FAILED on its behalf; when a time limit passes, the parent records
@@ -9,24 +10,49 @@ nothing.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from types import FrameType
 
-from etlcraft.core.errors import StaleTransitionError
+from etlcraft.core.errors import EtlCraftError, StaleTransitionError
+from etlcraft.core.faults import fault_point
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_one
-from etlcraft.supervisor.child import ChildRequest, main
+from etlcraft.supervisor.child import ChildRequest, inherit, main
+from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
 
 STOP_GRACE_SECONDS = 10.0
-_CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["etlcraft.supervisor.child", "etlcraft.handlers.context"])
+
+
+@contextlib.contextmanager
+def holding_stops() -> Iterator[None]:
+    """Hold SIGTERM and SIGHUP until the block ends, then deliver them to the handlers they had (B3). Around the
+    start of a task process, so that a stop finds it registered: neither started-but-unknown nor half-started.
+    Outside the main thread, where handlers cannot be changed, the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, _frame: FrameType | None) -> None:
+        held.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)
 
 
 @dataclass
@@ -62,20 +88,41 @@ class LocalSupervisor:
     log_dir: Path
     children: dict[int, Child] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        try:  # before any attempt is claimed, so that this failure leaves none claimed (B2)
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EtlCraftError(
+                f"the task log folder {self.log_dir} cannot be created ({type(exc).__name__}: {exc}); expected a "
+                "folder etl-craft can write under the project's .etl-craft/logs; fix its permissions or move what is "
+                "in the way, then run again: no task was started"
+            ) from exc
+        inherit(self.db)
+        ensure_fork_server(self.db.dialect)  # now, while this process has one thread: before the heartbeat starts
+
     @property
     def free(self) -> int:
         return self.slots - len(self.children)
 
     def start(self, attempt_id: int, task_code: str, timeout_seconds: float | None) -> Child:
-        """Start the task process of a CLAIMED attempt (owned by this supervisor's owner id)."""
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        """Start the task process of a CLAIMED attempt (owned by this supervisor's owner id). When the process
+        cannot be started, the attempt is recorded FAILED with the reason (B2) and EtlCraftError says so."""
         log_path = self.log_dir / f"{task_code}.{attempt_id}.log"
         request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path))
-        process = _CONTEXT.Process(target=main, args=(request,), name=f"etl-craft {task_code} {attempt_id}")
-        process.start()
+        process = CONTEXT.Process(target=main, args=(request,), name=f"etl-craft {task_code} {attempt_id}")
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
         child = Child(attempt_id, task_code, process, log_path, deadline)
-        self.children[attempt_id] = child
+        with holding_stops():
+            try:
+                process.start()
+            except Exception as exc:
+                reason = (f"could not start the task process of attempt {attempt_id} ({task_code}): "
+                          f"{type(exc).__name__}: {exc}")
+                self._record(child, "FAILED", f"{reason}; the attempt did not run; run the task again once the "
+                                              "cause is fixed", started=False)
+                raise EtlCraftError(f"{reason}; attempt {attempt_id} is recorded FAILED and did not run; fix the "
+                                    "cause (process limits, memory, the fork server) and run again") from exc
+            self.children[attempt_id] = child
         return child
 
     def wait(self, timeout: float) -> list[Ended]:
@@ -115,25 +162,39 @@ class LocalSupervisor:
 
     def _time_out(self, child: Child) -> None:
         # A child that ended (or never started) meanwhile makes this stale: _reap records what is needed.
-        with contextlib.suppress(StaleTransitionError):
+        try:
             call(self.db, "time_out_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id,
                  message=f"the task ran longer than its TASK_TIMEOUT_SECONDS and was stopped; see {child.log_path}",
                  task_log=_tail(child.log_path))
+        except StaleTransitionError:
+            pass
+        else:
+            fault_point("attempt_timed_out")
         self._signal(child, signal.SIGTERM)
 
     def _signal(self, child: Child, signum: int) -> None:
         if child.stop_sent is None:
             child.stop_sent = time.monotonic()
-        if child.pgid:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pgid, signum)
+        if not child.pgid:
+            return
+        try:
+            os.killpg(child.pgid, signum)
+        except ProcessLookupError:
+            # No such group yet: the task process is still starting, before its setsid. Signal the process itself.
+            if child.process.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pgid, signum)
 
-    def _record(self, child: Child, status: str, message: str) -> None:
-        # Stale when the child (or a timeout) recorded the outcome first: the first writer wins.
-        with contextlib.suppress(StaleTransitionError):
+    def _record(self, child: Child, status: str, message: str, *, started: bool = True) -> bool:
+        """Record the attempt's end on the child's behalf (with its log, once its process `started`); False when it
+        was stale (the child, or a timeout, recorded the outcome first: the first writer wins)."""
+        log = {"log_path": str(child.log_path), "task_log": _tail(child.log_path)} if started else {}
+        try:
             call(self.db, "finish_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id, status=status,
-                 exit_code=child.process.exitcode, error_message=message, log_path=str(child.log_path),
-                 task_log=_tail(child.log_path))
+                 exit_code=child.process.exitcode if started else None, error_message=message, **log)
+        except StaleTransitionError:
+            return False
+        return True
 
     def _reap(self, child: Child) -> Ended:
         child.process.join(timeout=5)
@@ -142,8 +203,9 @@ class LocalSupervisor:
         if status in ("CLAIMED", "RUNNING"):
             code = child.process.exitcode
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-            self._record(child, "FAILED", f"the task process {how} without recording an outcome; "
-                                          f"see its log {child.log_path}")
+            if self._record(child, "FAILED", f"the task process {how} without recording an outcome; "
+                                             f"see its log {child.log_path}"):
+                fault_point("failure_recorded")
             status = self._status(child.attempt_id)
         if child.pgid:  # nothing of the attempt may outlive it: its process group goes too
             with contextlib.suppress(ProcessLookupError):

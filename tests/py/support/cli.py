@@ -44,3 +44,20 @@ def descendants_alive(pids: list[int]) -> list[int]:
         if state != "Z":
             alive.append(pid)
     return alive
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` now: its children, theirs, and so on (Linux /proc parent links)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found

@@ -1,0 +1,82 @@
+"""The fork server that task processes are forked from: a fork of this warm process, so that a task process
+starts with etl-craft imported and its caches filled (write-API functions, named queries, handlers) and pays
+neither an interpreter start nor an import.
+
+It is the standard library's fork server loop (multiprocessing.forkserver.main), run in a copy of this process
+made with os.fork() instead of in a new interpreter, and registered where multiprocessing looks for its fork
+server, so `multiprocessing.get_context("forkserver").Process(...).start()` uses it unchanged. Forking is safe
+only while this process has one thread; otherwise (a server running runs in threads) the standard fork server
+is started as usual, with etl-craft and the dialect's warm-up preloaded (etlcraft.supervisor.warm).
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import socket
+import sys
+import threading
+from multiprocessing import connection, forkserver, resource_tracker, util
+from typing import Any
+
+from etlcraft.supervisor.warm import warm
+
+CONTEXT = multiprocessing.get_context("forkserver")
+_connection: Any = connection  # arbitrary_address is not in the type stubs
+
+
+def preload(dialect: str) -> list[str]:
+    """What the standard fork server imports before it forks the first task process: the main module (else every
+    task process runs an installed console script again to import it), the task process's code, and the warm-up
+    of the Engine DB's dialect."""
+    return ["__main__", "etlcraft.supervisor.child", f"etlcraft.supervisor.warm.{dialect}"]
+
+
+def ensure_fork_server(dialect: str) -> None:
+    """Warm this process for task processes on `dialect` and make sure a fork server runs: forked from this
+    process when it has a single thread (call it before starting any), else the standard one."""
+    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
+        CONTEXT.set_forkserver_preload(preload(dialect))
+        return
+    warm(dialect)
+    _fork_server()
+
+
+def _fork_server() -> None:
+    """multiprocessing.forkserver.ForkServer.ensure_running, with os.fork() where it starts a new interpreter."""
+    server: Any = forkserver._forkserver  # its private state, which ensure_running() fills the same way
+    with server._lock:
+        resource_tracker.ensure_running()
+        if server._forkserver_pid is not None:
+            pid, _ = os.waitpid(server._forkserver_pid, os.WNOHANG)
+            if not pid:
+                return  # still serving
+            os.close(server._forkserver_alive_fd)
+            server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
+        sys.stdout.flush()  # else the copy's buffers would print this process's pending output a second time
+        sys.stderr.flush()
+        with socket.socket(socket.AF_UNIX) as listener:
+            address = _connection.arbitrary_address("AF_UNIX")
+            listener.bind(address)
+            if not util.is_abstract_socket_namespace(address):
+                os.chmod(address, 0o600)
+            listener.listen()
+            alive_r, alive_w = os.pipe()  # this process holds the write end: the server ends when it is closed
+            pid = os.fork()
+            if pid == 0:
+                _serve(listener.fileno(), alive_r, alive_w)
+            os.close(alive_r)
+        server._forkserver_address = address
+        server._forkserver_alive_fd = alive_w
+        server._forkserver_pid = pid
+
+
+def _serve(listener_fd: int, alive_r: int, alive_w: int) -> None:
+    """In the fork: serve fork requests until the parent goes; never return (no atexit hook of the parent runs)."""
+    try:
+        os.close(alive_w)
+        gc.freeze()  # what the parent left is never collected here: no finalizer may close a connection it shares
+        forkserver.main(listener_fd, alive_r, [])
+    finally:
+        os._exit(0)

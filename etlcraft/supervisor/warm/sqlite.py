@@ -1,0 +1,5 @@
+"""Warm the fork server for task processes on a SQLite Engine DB (see etlcraft.supervisor.warm)."""
+
+from etlcraft.supervisor.warm import warm
+
+warm("sqlite")
