@@ -25,6 +25,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from etlcraft.core.actor import Actor, current_actor
 from etlcraft.core.errors import EngineDbError, EtlCraftError, class_for_code
+from etlcraft.core.stops import holding_stops
 
 DEFAULT_SCHEMA = "etl_craft"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -182,8 +183,8 @@ class EngineDB:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        """A read-only transaction."""
-        with self._mapped_errors(None), self.engine.connect() as conn, conn.begin():
+        """A read-only transaction. SIGTERM and SIGHUP wait for its end (etlcraft.core.stops)."""
+        with holding_stops(), self._mapped_errors(None), self.engine.connect() as conn, conn.begin():
             yield conn
 
     @contextlib.contextmanager
@@ -194,12 +195,18 @@ class EngineDB:
         PostgreSQL `mark=False` skips the marker statement for a transaction whose only work is one write-API
         function given p_actor (it marks the transaction itself), saving a round trip on the hot path.
         """
-        with self._mapped_errors(None), self.engine.connect() as conn, self.transaction(conn, actor, mark=mark):
+        with holding_stops(), self._mapped_errors(None), self.engine.connect() as conn, \
+                self.transaction(conn, actor, mark=mark):
             yield conn
 
     @contextlib.contextmanager
     def transaction(self, conn: sa.Connection, actor: Actor | None = None, *, mark: bool = True) -> Iterator[None]:
-        """A marked write transaction on a connection the caller keeps open (a worker's loop)."""
+        """A marked write transaction on a connection the caller keeps open (a worker's loop). SIGTERM and SIGHUP
+        wait for its end (etlcraft.core.stops)."""
+        with holding_stops():
+            yield from self._transaction(conn, actor, mark=mark)
+
+    def _transaction(self, conn: sa.Connection, actor: Actor | None, *, mark: bool) -> Iterator[None]:
         who = actor or current_actor()
         now = self.clock.now()
         state = self._sqlite_state(conn)

@@ -23,11 +23,12 @@ from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.parameters import retry_delay_seconds
 from etlcraft.core.states import ActorKind
+from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import ChildRequest
-from etlcraft.supervisor.local import Ended, LocalSupervisor, holding_stops
+from etlcraft.supervisor.local import Ended, LocalSupervisor
 
 SYSTEM_KIND = ActorKind("SYSTEM")
 
@@ -40,6 +41,7 @@ class RunSettings:
     heartbeat_seconds: float
     log_dir: Path
     child: ChildRequest  # the template every task process starts from
+    gate_wait_seconds: int = 0  # how long a task gate may wait for its upstream (Gate_wait_minutes)
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class RunLoop:
         self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
         self.policies, self.on_event, self.reconcile, self.scope = policies, on_event, reconcile, scope
         self.waited_on: set[int] = set()
+        self.gate_waiting: set[int] = set()
         try:
             self.supervisor = LocalSupervisor(db, settings.owner_id, settings.child, settings.slots,
                                               settings.log_dir)
@@ -161,12 +164,14 @@ class RunLoop:
             if not self.supervisor.children:
                 if started:
                     continue
-                if self._foreign_attempts_live() or self._retry_due_later():
+                if self._foreign_attempts_live():
                     continue
-                if self._paused():
+                if self._paused():  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
                     return
+                if self._due_later():
+                    continue
                 break
-            for ended in self.supervisor.wait(timeout=self.settings.heartbeat_seconds):
+            for ended in self.supervisor.wait(timeout=self._until_due()):
                 fault_point("child_reaped")
                 self.outcome.ended.append(ended)
                 self.on_event(f"{ended.task_code}: {ended.status}")
@@ -185,9 +190,15 @@ class RunLoop:
             self.outcome.skipped.append((task.task_code, task.reason))
             self.on_event(f"{task.task_code}: SKIPPED ({task.reason})")
             started = True
-        for task in [t for t in ready if t.decision == "RUN"][: max(0, self.supervisor.free)]:
-            queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=task.task_id)[0]
+        for task in (t for t in ready if t.decision == "RUN"):  # all of them: a queued attempt holds no slot
+            queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=task.task_id,
+                          gate_wait_seconds=self.settings.gate_wait_seconds)[0]
             fault_point("attempt_queued")
+            if queued.outcome == "WAITING":  # its gate waits for the upstream: no slot is held, ready_tasks skips it
+                if task.task_id not in self.gate_waiting:  # said once; explain shows every look
+                    self.gate_waiting.add(task.task_id)
+                    self.on_event(f"{task.task_code}: {queued.reason}")
+                continue
             if queued.outcome != "QUEUED":
                 call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=queued.reason)
                 self.outcome.skipped.append((task.task_code, queued.reason))
@@ -301,19 +312,34 @@ class RunLoop:
             self.on_event(f"{ended.task_code}: retry {number} of {policy.retries} (attempt {queued.attempt_id}) "
                           f"in {delay:g} s")
 
-    def _retry_due_later(self) -> bool:
-        """A retry of this run waits for its delay: sleep until it is due (at most a heartbeat), then look again."""
+    def _next_due(self) -> datetime | None:
+        """When a retry of this run is due, or a gate of it that waits looks again (run_next_due)."""
         with self.db.read() as conn:
             row = fetch_one(self.db, conn, "run_next_due", run_id=self.run_id)
         due = row and row["next_due"]
         if not due:
-            return False
+            return None
         if isinstance(due, str):
             due = datetime.fromisoformat(due)
-        if due.tzinfo is None:
-            due = due.replace(tzinfo=UTC)
-        wait = (due - self.db.clock.now()).total_seconds()
-        time.sleep(min(max(wait, 0.0), self.settings.heartbeat_seconds))
+        return due.replace(tzinfo=UTC) if due.tzinfo is None else due
+
+    def _until_due(self) -> float:
+        """Seconds to wait for a task process to end before looking again: a heartbeat, or less when something
+        of the run is due sooner."""
+        due = self._next_due()
+        left = (due - self.db.clock.now()).total_seconds() if due else 0.0
+        # Due already: only a free slot was missing, and a task process that ends wakes the wait anyway.
+        return min(left, self.settings.heartbeat_seconds) if left > 0 else self.settings.heartbeat_seconds
+
+    def _due_later(self) -> bool:
+        """A retry waits for its delay, a gate for its next look: sleep until then (at most a heartbeat), then look
+        again. Nothing is held meanwhile: no slot, no process. Something due already that nothing could start (its
+        pool is full with other runs' attempts) is looked at again a quarter of a second later."""
+        due = self._next_due()
+        if due is None:
+            return False
+        left = (due - self.db.clock.now()).total_seconds()
+        time.sleep(min(max(left, 0.25), self.settings.heartbeat_seconds))
         return True
 
     def requeue_lost(self) -> None:

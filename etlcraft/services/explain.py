@@ -2,7 +2,8 @@
 
 The snapshot is read in one read transaction (`read_snapshot`): the task's dependencies with their upstream task
 runs, its run condition, the run and its pipeline's pause, the task run and its attempts, the gate decisions that
-concern it and its retry parameters. `explain` is a pure function of it, so every state has a golden test built
+concern it, the gate wait that concerns it (its task gate's, else the run's pipeline gate's) and its retry
+parameters. `explain` is a pure function of it, so every state has a golden test built
 from a hand-made snapshot. The dependency rules are ready_tasks' (docs/reference/sql-functions.md): an edge is
 settled when its upstream task run is SUCCESS, FAILED, SKIPPED or CANCELLED, and met by its type.
 """
@@ -72,6 +73,22 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class GateWait:
+    """A gate that waits for its upstream without holding a slot (AUD_GATE_WAITS): the task's own cross-pipeline
+    gate, or the run's pipeline gate."""
+
+    scope: str  # "pipeline" or "task"
+    waiting_for: str
+    first_check_at: datetime
+    last_check_at: datetime
+    next_check_at: datetime | None  # None once ended
+    wait_until: datetime
+    looks: int
+    outcome: str | None  # None while it waits; SATISFIED, UNSATISFIED or ABANDONED
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     pipeline_code: str
     task_code: str
@@ -91,6 +108,7 @@ class Snapshot:
     retry_delay: float
     retry_backoff: float
     now: datetime
+    gate_wait: GateWait | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +147,7 @@ class Explanation:
     decisions: tuple[Decision, ...]
     retry: Retry
     verdict: str
+    gate_wait: GateWait | None = None
 
 
 # --- the pure part ----------------------------------------------------------------------------------------------
@@ -163,7 +182,7 @@ def explain(snap: Snapshot) -> Explanation:
                   scheduled.number if scheduled else None, scheduled.not_before if scheduled else None)
     return Explanation(snap.pipeline_code, snap.task_code, snap.run_id, snap.run_key, snap.run_date, snap.run_status,
                        snap.pause, snap.task_status or "NOT RUN", snap.task_message, snap.attempts, snap.run_condition,
-                       deps, snap.decisions, retry, _verdict(snap, deps))
+                       deps, snap.decisions, retry, _verdict(snap, deps), snap.gate_wait)
 
 
 def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
@@ -188,6 +207,8 @@ def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
                 f"{snap.pipeline_code} would let it run.")
     if snap.task_status in ("FAILED", "CANCELLED"):
         return _ended_verdict(snap, last)
+    if snap.task_status is None and _waiting(snap, "task"):
+        return _wait_verdict(snap, "its task gate")
     if snap.task_status == "SKIPPED":
         why = f" ({snap.task_message})" if snap.task_message else ""
         return (f"{task} was skipped{why}; it runs only if its upstream is rerun and then meets its dependencies, "
@@ -220,7 +241,21 @@ def _live_verdict(snap: Snapshot, last: Attempt) -> str:
     return f"{task} runs as soon as an overseer of run {snap.run_id} claims its queued attempt {last.number}."
 
 
+def _waiting(snap: Snapshot, scope: str) -> bool:
+    return snap.gate_wait is not None and snap.gate_wait.scope == scope and snap.gate_wait.outcome is None
+
+
+def _wait_verdict(snap: Snapshot, gate: str) -> str:
+    wait = snap.gate_wait
+    assert wait is not None
+    return (f"{snap.task_code} runs once {gate} is met: it waits, holding no slot, because {wait.waiting_for}; "
+            f"look {wait.looks} was at {_at(wait.last_check_at)}, the next is at {_at(wait.next_check_at)}, and it "
+            f"gives up at {_at(wait.wait_until)} (Gate_wait_minutes after its first look).")
+
+
 def _gate_verdict(snap: Snapshot) -> str:
+    if _waiting(snap, "pipeline"):
+        return _wait_verdict(snap, f"run {snap.run_id}'s pipeline gate")
     unmet = [d for d in snap.decisions if d.scope == "pipeline" and d.result == "UNSATISFIED"]
     if not unmet:
         return (f"{snap.task_code} can run once run {snap.run_id} is admitted through its pipeline gate "
@@ -309,6 +344,12 @@ def render(ex: Explanation) -> str:
     for g in ex.decisions:
         lines.append(f"  {g.scope} gate, {g.upstream} ({g.dependency_type}): {g.result} at {_at(g.decided_at)}: "
                      f"{g.reason}")
+    w = ex.gate_wait
+    if w is not None:
+        lines.append(f"gate wait ({w.scope} gate): "
+                     + (f"waiting, look {w.looks}, next at {_at(w.next_check_at)}" if w.outcome is None
+                        else f"{w.outcome} at {_at(w.ended_at)} after {w.looks} look(s)")
+                     + f", since {_at(w.first_check_at)}, at most until {_at(w.wait_until)}: {w.waiting_for}")
     r = ex.retry
     scheduled = (f"attempt {r.scheduled_attempt} is due at {_at(r.scheduled_at)}" if r.scheduled_attempt
                  else "none scheduled")
@@ -365,6 +406,7 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
         attempts = fetch_all(db, conn, "explain_attempts", run_id=run_id, task_id=task_id)
         edges = fetch_all(db, conn, "explain_dependencies", run_id=run_id, task_id=task_id)
         decisions = fetch_all(db, conn, "explain_decisions", run_id=run_id, task_id=task_id)
+        wait = fetch_one(db, conn, "explain_gate_wait", run_id=run_id, task_id=task_id)
         params = {p["parameter_name"].upper(): p["parameter_value"]
                   for p in fetch_all(db, conn, "task_parameters_of", task_id=task_id) if p["parameter_value"]}
     return Snapshot(
@@ -380,7 +422,7 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
                    None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"])) for e in edges),
         tuple(_decision(g) for g in decisions),
         int(_param(params, "RETRIES")), float(_param(params, "RETRY_DELAY_SECONDS")),
-        float(_param(params, "RETRY_BACKOFF")), db.clock.now())
+        float(_param(params, "RETRY_BACKOFF")), db.clock.now(), None if wait is None else _gate_wait(wait))
 
 
 def explain_task(db: EngineDB, request: ExplainRequest) -> Explanation:
@@ -398,6 +440,12 @@ def _decision(row: dict[str, Any]) -> Decision:
         f"{row['upstream_pipeline_code']}.{row['upstream_task_code']}")
     return Decision(scope, str(upstream), str(row["dependency_type"]), row["result"], row["reason"],
                     _time_of(row["decided_at"]))
+
+
+def _gate_wait(row: dict[str, Any]) -> GateWait:
+    return GateWait("pipeline" if row["task_id"] is None else "task", row["waiting_for"],
+                    _time_of(row["first_check_at"]), _time_of(row["last_check_at"]), _time(row["next_check_at"]),
+                    _time_of(row["wait_until"]), int(row["looks"]), row["outcome"], _time(row["ended_at"]))
 
 
 def _param(values: dict[str, str], name: str) -> str:

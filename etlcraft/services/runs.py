@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import signal
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,9 +99,11 @@ def reconcile(db: EngineDB, lease_seconds: int) -> list[Any]:
 
 
 def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: date,
-               config_sha256: str | None) -> int:
+               config_sha256: str | None, gate_wait_seconds: int = 0,
+               on_event: Callable[[str], None] = lambda _: None) -> int:
     """The run this command drives: the one named by id or key (a key that does not exist yet is created), else
-    the pipeline's single active run, else a new one. Never "the latest"."""
+    the pipeline's single active run, else a new one. Never "the latest". A QUEUED run's pipeline gate may wait up
+    to gate_wait_seconds for its upstream (see _admitted)."""
     if request.run_id is not None:
         with db.read() as conn:
             row = fetch_one(db, conn, "run_header", run_id=request.run_id)
@@ -122,25 +125,33 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
                     f"pipeline {pipeline.code} is running backfill run {found['pipeline_run_id']} ({found['run_key']}) "
                     f"as of {found['run_date']}; a plain run waits until it ends, or cancel it (B7)")
             return _admitted(db, pipeline, int(found["pipeline_run_id"]), str(found["run_key"]),
-                             str(found["status"]))
+                             str(found["status"]), gate_wait_seconds, on_event)
     key = request.run_key or f"manual:{uuid.uuid4()}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=run_date, status="QUEUED",
                reason=request.reason, config_sha256=config_sha256)[0]
-    return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
+    return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status), gate_wait_seconds, on_event)
 
 
-def _admitted(db: EngineDB, pipeline: Pipeline, run_id: int, key: str, status: str) -> int:
-    """A QUEUED run is judged by its gates again each time it is asked for (admit_run records each decision):
-    admitted, it runs; not yet, the command waits (exit 26) and the run stays QUEUED for the next try."""
+def _admitted(db: EngineDB, pipeline: Pipeline, run_id: int, key: str, status: str, gate_wait_seconds: int = 0,
+              on_event: Callable[[str], None] = lambda _: None) -> int:
+    """A QUEUED run is judged by its pipeline gate each time it is asked for. Admitted, it runs. Unmet but able to
+    be met (the upstream is running) and within gate_wait_seconds, the command sleeps until the gate's next look,
+    holding nothing: the wait is a row of AUD_GATE_WAITS, so a command started after this one was stopped resumes
+    it with the same deadline. Unmet otherwise, the command ends WAITING (exit 26) and the run stays QUEUED for the
+    next try."""
     if status != "QUEUED":
         return _must_be_in_progress(run_id, status)
-    admitted = call(db, "admit_run", run_id=run_id)[0]
-    if admitted.status != "IN-PROGRESS":
-        raise WaitingError(
-            f"run {run_id} ({key}) of {pipeline.code} waits: {admitted.unsatisfied} dependency(ies) on other "
-            f"pipelines are not met; etl-craft status --pipeline_code {pipeline.code} --run-id {run_id} shows its "
-            "gate decisions, and the next etl-craft run of the pipeline judges them again")
-    return run_id
+    while True:
+        admitted = call(db, "admit_run", run_id=run_id, gate_wait_seconds=gate_wait_seconds)[0]
+        if admitted.status == "IN-PROGRESS":
+            return run_id
+        if admitted.next_check_at is None:
+            raise WaitingError(
+                f"run {run_id} ({key}) of {pipeline.code} waits: {admitted.reason}; etl-craft explain "
+                f"--pipeline_code {pipeline.code} --run-id {run_id} --task_code T shows its gate, and the next "
+                "etl-craft run of the pipeline judges it again")
+        on_event(f"run {run_id} ({key}) of {pipeline.code}: {admitted.reason}")
+        time.sleep(max((admitted.next_check_at - db.clock.now()).total_seconds(), 0.0))
 
 
 def _must_be_in_progress(run_id: int, status: str) -> int:
@@ -186,6 +197,7 @@ def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: i
         lease_seconds=orchestration.lease_seconds,
         heartbeat_seconds=orchestration.heartbeat_seconds,
         log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline.code / str(run_id),
+        gate_wait_seconds=orchestration.gate_wait_minutes * 60,
         child=ChildRequest(
             attempt_id=0, owner_id=me, project_dir=str(config.project_dir), engine_url=str(db.url.render_as_string(
                 hide_password=False)), engine_schema=db.schema or "etl_craft",
@@ -205,7 +217,8 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     lease = orchestration.lease_seconds
     reconcile(db, lease)
     run_date = request.run_date or datetime.now(orchestration.zone).date()
-    run_id = choose_run(db, pipeline, request, run_date, config.sha256)
+    run_id = choose_run(db, pipeline, request, run_date, config.sha256, orchestration.gate_wait_minutes * 60,
+                        on_event)
     me = owner_id()
     with db.write() as conn:
         call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)

@@ -12,17 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from types import FrameType
 
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
+from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_one
@@ -30,29 +28,6 @@ from etlcraft.supervisor.child import ChildRequest, inherit, main
 from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
 
 STOP_GRACE_SECONDS = 10.0
-
-
-@contextlib.contextmanager
-def holding_stops() -> Iterator[None]:
-    """Hold SIGTERM and SIGHUP until the block ends, then deliver them to the handlers they had (B3). Around the
-    start of a task process, so that a stop finds it registered: neither started-but-unknown nor half-started.
-    Outside the main thread, where handlers cannot be changed, the block runs as is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-
-    def hold(signum: int, _frame: FrameType | None) -> None:
-        held.append(signum)
-
-    previous = {s: signal.signal(s, hold) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for stop, handler in previous.items():
-            signal.signal(stop, signal.SIG_DFL if handler is None else handler)
-        for signum in dict.fromkeys(held):
-            signal.raise_signal(signum)
 
 
 @dataclass

@@ -50,6 +50,15 @@ SELECT g.DECISION_ID, g.PIPELINE_DEPENDENCY_ID, g.TASK_DEPENDENCY_ID, g.RESULT, 
  WHERE g.PIPELINE_RUN_ID = :run_id AND (g.PIPELINE_DEPENDENCY_ID IS NOT NULL OR td.TASK_ID = :task_id)
  ORDER BY g.DECISION_ID;
 
+-- name: explain_gate_wait :one
+-- The latest gate wait that concerns the task in the run: its own task gate's, else the run's pipeline gate's.
+SELECT w.GATE_WAIT_ID, w.TASK_ID, w.FIRST_CHECK_AT, w.LAST_CHECK_AT, w.NEXT_CHECK_AT, w.WAIT_UNTIL, w.LOOKS,
+       w.WAITING_FOR, w.OUTCOME, w.ENDED_AT
+  FROM {AUD_GATE_WAITS} w
+ WHERE w.PIPELINE_RUN_ID = :run_id AND (w.TASK_ID = :task_id OR w.TASK_ID IS NULL)
+ ORDER BY CASE WHEN w.TASK_ID IS NULL THEN 1 ELSE 0 END, w.GATE_WAIT_ID DESC
+ LIMIT 1;
+
 -- name: audit_actions :many
 -- Every recorded state-changing request since a time, newest first, with the pipeline it concerned.
 SELECT a.ACTION_ID, a.STARTED_AT, a.ACTOR, a.ACTOR_KIND, a.HOST, a.COMMAND, a.ARGUMENTS, a.PIPELINE_ID,

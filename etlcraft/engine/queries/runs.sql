@@ -98,11 +98,17 @@ SELECT d.TASK_ID, d.DEPENDS_ON_TASK_ID, d.DEPENDENCY_TYPE, u.TASK_CODE AS UPSTRE
  ORDER BY d.TASK_ID, u.TASK_CODE;
 
 -- name: run_next_due :one
--- The earliest NOT_BEFORE among the run's QUEUED attempts that are not due yet (a retry waiting for its delay).
-SELECT MIN(a.NOT_BEFORE) AS NEXT_DUE
-  FROM {AUD_TASK_ATTEMPTS} a
-  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
- WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED' AND a.NOT_BEFORE IS NOT NULL;
+-- When something of the run is next due: the earliest NOT_BEFORE among its QUEUED attempts (a retry waiting for
+-- its delay) and NEXT_CHECK_AT among its open task gate waits (the next look at a gate that waits).
+SELECT MIN(d.DUE) AS NEXT_DUE
+  FROM (SELECT a.NOT_BEFORE AS DUE
+          FROM {AUD_TASK_ATTEMPTS} a
+          JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+         WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED' AND a.NOT_BEFORE IS NOT NULL
+        UNION ALL
+        SELECT w.NEXT_CHECK_AT
+          FROM {AUD_GATE_WAITS} w
+         WHERE w.PIPELINE_RUN_ID = :run_id AND w.TASK_ID IS NOT NULL AND w.ENDED_AT IS NULL) d;
 
 -- name: run_pipeline_pause :one
 -- The open pause of the run's pipeline, if it is paused.

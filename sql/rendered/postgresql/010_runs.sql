@@ -128,7 +128,8 @@ $fn$;
 -- @args run_id bigint, from_status text, status text, message text = NULL
 -- @returns pipeline_run_id bigint, status text
 -- @purpose End a run that ran no task, from the status the caller saw: a QUEUED run its gate refused
---   (SKIPPED) or that was withdrawn (CANCELLED). Runs with task runs end through finalize_run.
+--   (SKIPPED) or that was withdrawn (CANCELLED); its open gate wait ends ABANDONED. Runs with task runs end through
+--   finalize_run.
 -- @transition RUN QUEUED -> SKIPPED or CANCELLED
 -- @locks the run row
 -- @errors EC021 no such run; EC020 the run is no longer in from_status; EC023 the run has task runs
@@ -168,6 +169,9 @@ BEGIN
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
   PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(p_from_status AS text), 'NULL') || '; someone else changed it: read its status again')
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text
     FROM (
@@ -182,7 +186,7 @@ $fn$;
 -- @returns pipeline_run_id bigint, status text, live_attempts bigint
 -- @purpose Cancel a run: its QUEUED attempts end CANCELLED at once; CLAIMED and RUNNING ones are asked to stop
 --   (CANCEL_REQUESTED_AT) and their owners end them; the run ends CANCELLED now when none is live, else when
---   finalize_run finds them all ended. Recorded as a CANCEL intervention.
+--   finalize_run finds them all ended; its open gate waits end ABANDONED. Recorded as a CANCEL intervention.
 -- @transition RUN QUEUED or IN-PROGRESS -> CANCELLED; ATTEMPT QUEUED -> CANCELLED
 -- @locks the run row, then its attempts
 -- @errors EC021 no such run; EC020 the run has already ended
@@ -241,6 +245,9 @@ BEGIN
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
   VALUES (p_run_id, 'CANCEL', v_status, 'CANCELLED', p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.live_attempts::bigint
     FROM (
@@ -313,8 +320,8 @@ $fn$;
 -- @args run_id bigint, status text, reason text
 -- @returns pipeline_run_id bigint, status text, output_revision int
 -- @purpose An operator sets a run's ending. Refused while one of its attempts is CLAIMED or RUNNING; its QUEUED
---   attempts are cancelled. Marking a repaired run SUCCESS publishes its next revision. Recorded as a MARK
---   intervention.
+--   attempts are cancelled and its open gate waits end ABANDONED. Marking a repaired run SUCCESS publishes its
+--   next revision. Recorded as a MARK intervention.
 -- @transition RUN IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED
 -- @locks the run row, then its attempts
 -- @errors EC021 no such run; EC023 the status is not SUCCESS, FAILED or SKIPPED, the run is QUEUED, or an
@@ -371,6 +378,9 @@ BEGIN
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
   VALUES (p_run_id, 'MARK', v_status, p_status, p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.output_revision::integer
     FROM (

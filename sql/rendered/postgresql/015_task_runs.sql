@@ -7,7 +7,8 @@
 --   START_DATE = END_DATE = now) when it has none; one already SKIPPED is left as it is (created = false). Any
 --   other task run is refused: a skip never overwrites an outcome, so a FAILED task keeps its error (B28).
 --   by_operator = true (etl-craft run --skip) records a SKIP intervention for the task run, once, which tells an
---   operator's skip from the engine's: ready_tasks never runs an operator-skipped task again.
+--   operator's skip from the engine's: ready_tasks never runs an operator-skipped task again. An open gate wait of
+--   the task ends ABANDONED.
 -- @transition TASK_RUN (none) -> SKIPPED
 -- @locks the run row (shared), then the task run's key (ux_task_run_per_run)
 -- @errors EC021 no such run, or the task is not of the run's pipeline; EC020 the run is not IN-PROGRESS, or the
@@ -67,6 +68,9 @@ BEGIN
      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_RUN_INTERVENTIONS i
                       WHERE i.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID AND i.TASK_RUN_ID = t.TASK_RUN_ID
                         AND i.INTERVENTION = 'SKIP');
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL AND TASK_ID = p_task_id;
   RETURN QUERY
   SELECT q.task_run_id::bigint, q.status::text, q.created::boolean
     FROM (
@@ -87,7 +91,7 @@ $fn$;
 --   "attempt N was lost: owner O stopped renewing its lease at T" (this replaces mark --stale); a QUEUED attempt
 --   is cancelled. A run that has ended is reopened first (REPAIR_PENDING when it was SUCCESS; recorded as REOPEN)
 --   and then waits for finalize_run to end it again. Recorded as a MARK intervention (FROM_STATUS NULL when the
---   task run was created) with ROWS_WRITTEN and the reason.
+--   task run was created) with ROWS_WRITTEN and the reason. An open gate wait of the task ends ABANDONED.
 -- @transition TASK_RUN (none), IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED;
 --   ATTEMPT CLAIMED or RUNNING with an expired lease -> LOST; ATTEMPT QUEUED -> CANCELLED;
 --   RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS
@@ -201,6 +205,9 @@ BEGIN
   SELECT p_run_id, t.TASK_RUN_ID, 'MARK', v_from_status, p_status, p_rows_written, p_reason, etl_craft._actor(),
          etl_craft._actor_kind(), v_now
     FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.PIPELINE_RUN_ID = p_run_id AND t.TASK_ID = p_task_id;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL AND TASK_ID = p_task_id;
   RETURN QUERY
   SELECT q.task_run_id::bigint, q.status::text, q.run_status::text
     FROM (

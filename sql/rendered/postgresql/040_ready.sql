@@ -14,7 +14,8 @@
 --   ALWAYS any settled upstream. RUN_CONDITION ALL: RUN when every edge is met, SKIP once one settled edge is unmet.
 --   ANY: RUN once one edge is met, SKIP when every edge is settled and none is met. A task without edges is RUN.
 --   An engine-skipped task that now qualifies is RUN again (a rerun of its failed upstream makes it run: B25); one
---   that still qualifies as SKIP is not returned again. Nothing is returned for a run that is not IN-PROGRESS, is
+--   that still qualifies as SKIP is not returned again. A task whose task gate waits (an open AUD_GATE_WAITS row, see
+--   queue_attempt) is not returned before its NEXT_CHECK_AT. Nothing is returned for a run that is not IN-PROGRESS, is
 --   being cancelled, or whose pipeline is paused.
 -- @transition none (reads only)
 -- @locks none
@@ -117,6 +118,10 @@ BEGIN
                       AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_RUN_INTERVENTIONS i
                                        WHERE i.PIPELINE_RUN_ID = p_run_id AND i.TASK_RUN_ID = tr.TASK_RUN_ID
                                          AND i.INTERVENTION IN ('SKIP', 'MARK') AND i.TO_STATUS = 'SKIPPED')))
+             -- A task whose gate waits (queue_attempt kept its wait) is left out until its next look.
+             AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_GATE_WAITS w
+                              WHERE w.PIPELINE_RUN_ID = p_run_id AND w.TASK_ID = t.TASK_ID
+                                AND w.ENDED_AT IS NULL AND w.NEXT_CHECK_AT > v_now)
         ) c
        WHERE c.DECISION = 'RUN' OR (c.DECISION = 'SKIP' AND c.SKIPPED_ID IS NULL)
        ORDER BY c.TASK_CODE

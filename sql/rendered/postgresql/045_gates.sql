@@ -5,8 +5,8 @@
 
 
 -- @function admit_run
--- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL
--- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int
+-- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL, gate_wait_seconds int = 0
+-- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int, next_check_at timestamptz, reason text
 -- @purpose Admit a QUEUED run through its pipeline gate. Every active pipeline dependency of its pipeline is
 --   judged (the latest ended, non-backfill upstream run whose status satisfies the edge and that no other run of the
 --   pipeline has consumed yet: the same revision with CONSUME_REPAIRS = 'Y', any revision with 'N'; backfills never feed
@@ -16,7 +16,11 @@
 --   becomes IN-PROGRESS (START_DATE now; OWNER_ID and a lease of lease_seconds when owner_id is given); else it stays
 --   QUEUED and the caller retries later or ends it SKIPPED with finish_run. bypass_reason (operator
 --   --ignore-dependencies) records every dependency BYPASSED with that reason. satisfied counts the SATISFIED and
---   BYPASSED decisions of this call, unsatisfied the UNSATISFIED ones. Never changes another run (B23, B7).
+--   BYPASSED decisions of this call, unsatisfied the UNSATISFIED ones. With gate_wait_seconds > 0 an unmet gate that
+--   may still be met (the upstream has a run queued or in progress) waits instead of deciding: the wait is kept in
+--   AUD_GATE_WAITS (TASK_ID NULL) with its next look, returned as next_check_at, and no decision is recorded; the
+--   caller admits again at that time (a new caller too: the wait and its deadline survive a restart). reason says
+--   what is unmet and, while waiting, the look and the deadline. Never changes another run (B23, B7).
 -- @transition RUN QUEUED -> IN-PROGRESS (or stays QUEUED when a dependency is unmet)
 -- @locks PostgreSQL: the pipeline row (FOR NO KEY UPDATE, so admissions of one pipeline take turns), then the
 --   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
@@ -38,9 +42,10 @@ CREATE FUNCTION etl_craft.admit_run(
   p_owner_id text DEFAULT NULL,
   p_lease_seconds integer DEFAULT 60,
   p_bypass_reason text DEFAULT NULL,
+  p_gate_wait_seconds integer DEFAULT 0,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
-) RETURNS TABLE (pipeline_run_id bigint, status text, satisfied integer, unsatisfied integer)
+) RETURNS TABLE (pipeline_run_id bigint, status text, satisfied integer, unsatisfied integer, next_check_at timestamptz, reason text)
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -50,6 +55,15 @@ DECLARE
   v_pipeline_id bigint;
   v_judged jsonb;
   v_unmet bigint;
+  v_unmet_reason text;
+  v_final_unmet bigint;
+  v_next_look_in double precision;
+  v_wait_id bigint;
+  v_wait_since timestamptz;
+  v_wait_until timestamptz;
+  v_looks bigint;
+  v_waiting integer;
+  v_next_check timestamptz;
 BEGIN
   -- Admissions of one pipeline take turns on its pipeline row, so the second sees the first's IN-PROGRESS run; the
   -- run row is locked next (SQLite admits one writer under BEGIN IMMEDIATE and needs neither lock).
@@ -68,7 +82,7 @@ BEGIN
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
     JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID AND o.STATUS = 'IN-PROGRESS'
    WHERE r.PIPELINE_RUN_ID = p_run_id;
-  SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason) ORDER BY j.dependency_id), '[]'::jsonb)
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason, 'waitable', j.waitable, 'next_look_in', j.next_look_in) ORDER BY j.dependency_id), '[]'::jsonb)
     INTO v_judged
     FROM (
       SELECT g.dependency_id,
@@ -91,9 +105,13 @@ BEGIN
                ELSE g.upstream || ' run ' || g.cand_run_id || ' revision ' || g.cand_revision
                  || ' ended ' || g.cand_status || ' at ' || COALESCE(to_char(g.cand_end AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
                  || CASE WHEN g.dependency_type = 'HAS_DATA' THEN ' with ' || g.cand_rows || ' rows written' ELSE '' END
-             END AS reason
+             END AS reason,
+             CASE WHEN g.verdict IN ('NONE', 'CONSUMED') AND g.live_since IS NOT NULL THEN 'Y' ELSE 'N' END AS waitable,
+             CASE WHEN g.verdict IN ('NONE', 'CONSUMED') AND g.live_since IS NOT NULL AND g.avg_seconds > 0
+                  THEN g.avg_seconds * GREATEST(0.7, (FLOOR(g.elapsed / g.avg_seconds * 10) + 1) / 10.0)
+                       - g.elapsed END AS next_look_in
         FROM (
-          SELECT e.*,
+          SELECT e.*, GREATEST(0, EXTRACT(EPOCH FROM (v_now - e.live_since))) AS elapsed,
                  CASE WHEN p_bypass_reason IS NOT NULL THEN 'BYPASS'
                       WHEN e.backfill = 'Y' AND e.dependency_type = 'FAILURE' THEN 'BACKFILL_FAILURE'
                       WHEN e.cand_run_id IS NULL THEN 'NONE'
@@ -106,7 +124,13 @@ BEGIN
                      c.PIPELINE_RUN_ID AS cand_run_id, NULL AS cand_task_run_id, c.OUTPUT_REVISION AS cand_revision,
                      c.STATUS AS cand_status, c.END_DATE AS cand_end,
                      (SELECT SUM(w.ROWS_WRITTEN) FROM etl_craft.AUD_TASK_RUN_LOG w WHERE w.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID) AS cand_rows,
-                     k.PIPELINE_RUN_ID AS consumer_run_id, k.CONSUMED_AT AS consumed_at
+                     k.PIPELINE_RUN_ID AS consumer_run_id, k.CONSUMED_AT AS consumed_at,
+                     (SELECT MIN(COALESCE(u.START_DATE, v_now)) FROM etl_craft.AUD_PIPELINES_RUN_LOG u
+                       WHERE u.PIPELINE_ID = dep.DEPENDS_ON_PIPELINE_ID AND u.TRIGGER_KIND <> 'BACKFILL'
+                         AND u.STATUS IN ('QUEUED', 'IN-PROGRESS')) AS live_since,
+                     (SELECT AVG(EXTRACT(EPOCH FROM (u.END_DATE - u.START_DATE))) FROM etl_craft.AUD_PIPELINES_RUN_LOG u
+                       WHERE u.PIPELINE_ID = dep.DEPENDS_ON_PIPELINE_ID AND u.TRIGGER_KIND <> 'BACKFILL'
+                         AND u.STATUS IN ('SUCCESS', 'FAILED') AND u.END_DATE > u.START_DATE) AS avg_seconds
                 FROM etl_craft.CFG_PIPELINE_DEPENDENCY dep
                 JOIN etl_craft.AUD_PIPELINES_RUN_LOG d ON d.PIPELINE_RUN_ID = p_run_id AND d.PIPELINE_ID = dep.PIPELINE_ID
                 JOIN etl_craft.CFG_PIPELINES up ON up.PIPELINE_ID = dep.DEPENDS_ON_PIPELINE_ID
@@ -130,7 +154,34 @@ BEGIN
         ) g
        ORDER BY g.dependency_id
     ) j;
-  SELECT COUNT(*) INTO v_unmet FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text) WHERE j.result = 'UNSATISFIED';
+  SELECT COUNT(*), string_agg(j.reason, '; '), SUM(CASE WHEN j.waitable = 'Y' THEN 0 ELSE 1 END),
+         MIN(j.next_look_in) INTO v_unmet, v_unmet_reason, v_final_unmet, v_next_look_in
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text, waitable text, next_look_in double precision) WHERE j.result = 'UNSATISFIED';
+  SELECT w.GATE_WAIT_ID, w.FIRST_CHECK_AT, w.WAIT_UNTIL, w.LOOKS INTO v_wait_id, v_wait_since, v_wait_until, v_looks
+    FROM etl_craft.AUD_GATE_WAITS w
+   WHERE w.PIPELINE_RUN_ID = p_run_id AND COALESCE(w.TASK_ID, 0) = COALESCE(NULL, 0) AND w.ENDED_AT IS NULL;
+  SELECT CASE WHEN v_unmet > 0 AND COALESCE(v_final_unmet, 0) = 0
+               AND COALESCE(p_gate_wait_seconds, 0) > 0 AND v_now < COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds)))
+              THEN 1 ELSE 0 END INTO v_waiting;
+  SELECT CASE WHEN v_waiting = 1 THEN LEAST(COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds))), (v_now + make_interval(secs => LEAST(300, GREATEST(1, COALESCE(v_next_look_in, EXTRACT(EPOCH FROM (COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds))) - v_now)) / GREATEST(1, 10 - COALESCE(v_looks, 0)))))))) END INTO v_next_check;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET LAST_CHECK_AT = v_now, NEXT_CHECK_AT = v_next_check, LOOKS = LOOKS + 1,
+         WAITING_FOR = v_unmet_reason
+   WHERE GATE_WAIT_ID = v_wait_id AND v_waiting = 1;
+  INSERT INTO etl_craft.AUD_GATE_WAITS
+    (PIPELINE_RUN_ID, TASK_ID, FIRST_CHECK_AT, LAST_CHECK_AT, NEXT_CHECK_AT, WAIT_UNTIL, LOOKS, WAITING_FOR)
+  SELECT p_run_id, NULL, v_now, v_now, v_next_check, COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds))), 1,
+         v_unmet_reason
+   WHERE v_waiting = 1 AND v_wait_id IS NULL;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = CASE WHEN p_bypass_reason IS NOT NULL THEN 'BYPASSED'
+                        WHEN v_unmet = 0 THEN 'SATISFIED' ELSE 'UNSATISFIED' END, ENDED_AT = v_now,
+         LAST_CHECK_AT = v_now, NEXT_CHECK_AT = NULL, LOOKS = LOOKS + 1,
+         WAITING_FOR = COALESCE(v_unmet_reason, WAITING_FOR)
+   WHERE GATE_WAIT_ID = v_wait_id AND v_waiting = 0;
+  SELECT w.LOOKS, COALESCE(w.WAIT_UNTIL, v_wait_until) INTO v_looks, v_wait_until
+    FROM (SELECT 1 AS one) x LEFT JOIN etl_craft.AUD_GATE_WAITS w
+      ON w.PIPELINE_RUN_ID = p_run_id AND COALESCE(w.TASK_ID, 0) = COALESCE(NULL, 0) AND w.ENDED_AT IS NULL;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET STATUS = 'IN-PROGRESS', START_DATE = v_now, OWNER_ID = p_owner_id,
          LEASE_EXPIRES_AT = CASE WHEN p_owner_id IS NOT NULL THEN (v_now + make_interval(secs => p_lease_seconds)) END,
@@ -146,22 +197,29 @@ BEGIN
          j.dependency_id, NULL,
          j.selected_run_id, j.selected_task_run_id, j.selected_revision, j.result, j.reason,
          v_now, etl_craft._actor(), etl_craft._actor_kind()
-    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text)
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text, waitable text, next_look_in double precision)
+   WHERE v_waiting = 0
    ORDER BY j.dependency_id;
   RETURN QUERY
-  SELECT q.pipeline_run_id::bigint, q.status::text, q.satisfied::integer, q.unsatisfied::integer
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.satisfied::integer, q.unsatisfied::integer, q.next_check_at::timestamptz, q.reason::text
     FROM (
       SELECT r.PIPELINE_RUN_ID, r.STATUS,
-             (SELECT COUNT(*) FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text) WHERE j.result <> 'UNSATISFIED'), v_unmet
+             (SELECT COUNT(*) FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text, waitable text, next_look_in double precision) WHERE j.result <> 'UNSATISFIED'), v_unmet,
+             v_next_check,
+             CASE WHEN v_unmet = 0 THEN NULL
+                  WHEN v_waiting = 1 THEN 'waiting for its pipeline gate: ' || v_unmet_reason || '; ' || 'look ' || v_looks || ', next at ' || COALESCE(to_char(v_next_check AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', waiting at most until ' || COALESCE(to_char(v_wait_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+                  ELSE 'pipeline gate not met: ' || v_unmet_reason || CASE WHEN v_wait_id IS NULL THEN ''
+           WHEN v_now >= v_wait_until THEN '; the gate waited from ' || COALESCE(to_char(v_wait_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' until its deadline ' || COALESCE(to_char(v_wait_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' (Gate_wait_minutes)'
+           ELSE '; the gate waited from ' || COALESCE(to_char(v_wait_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' until the upstream could no longer meet it' END END
         FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id
-    ) AS q(pipeline_run_id, status, satisfied, unsatisfied);
+    ) AS q(pipeline_run_id, status, satisfied, unsatisfied, next_check_at, reason);
 END
 $fn$;
 -- @end admit_run
 
 -- @function queue_attempt
--- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false
--- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text
+-- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false, gate_wait_seconds int = 0
+-- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text, next_check_at timestamptz
 -- @purpose Queue one attempt of a task in an IN-PROGRESS run, after its task gate. The task's active dependencies
 --   on tasks of other pipelines are judged like admit_run's (pipeline edges are admit_run's) and recorded in
 --   AUD_GATE_DECISIONS (TASK_DEPENDENCY_ID set). When none is UNSATISFIED: the task run is created IN-PROGRESS or
@@ -170,8 +228,10 @@ $fn$;
 --   parameter, else the project's DEFAULT_POOL), SLOT_KIND (ingestion for PYTHON tasks, else warehouse), PRIORITY
 --   (the pipeline's) and REQUESTED_BY the actor; the decisions name the attempt. When a dependency is unmet nothing
 --   is queued: outcome UNSATISFIED, the decisions have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and
---   reason lists the unmet dependencies. bypass_reason records every dependency BYPASSED. A task is queued once
---   (B1): a live attempt refuses the call.
+--   reason lists the unmet dependencies. With gate_wait_seconds > 0 an unmet task gate that may still be met waits
+--   as admit_run's pipeline gate does: outcome WAITING, the wait kept in AUD_GATE_WAITS with its next look
+--   (next_check_at; ready_tasks leaves the task out until then), nothing queued and no decision recorded.
+--   bypass_reason records every dependency BYPASSED. A task is queued once (B1): a live attempt refuses the call.
 -- @transition TASK_RUN (none), FAILED, SKIPPED, CANCELLED or SUCCESS (rerun) -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
 -- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), so callers queuing tasks of one run take turns; the unique
 --   index ux_attempt_live backs it. SQLite: the database (BEGIN IMMEDIATE)
@@ -195,9 +255,10 @@ CREATE FUNCTION etl_craft.queue_attempt(
   p_not_before timestamptz DEFAULT NULL,
   p_bypass_reason text DEFAULT NULL,
   p_rerun boolean DEFAULT false,
+  p_gate_wait_seconds integer DEFAULT 0,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
-) RETURNS TABLE (attempt_id bigint, task_run_id bigint, attempt_number integer, outcome text, reason text)
+) RETURNS TABLE (attempt_id bigint, task_run_id bigint, attempt_number integer, outcome text, reason text, next_check_at timestamptz)
 LANGUAGE plpgsql AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -207,11 +268,19 @@ DECLARE
   v_existing_task_run_id bigint;
   v_task_run_status text;
   v_judged jsonb;
-  v_unmet bigint;
-  v_unmet_reason text;
   v_queued_task_run_id bigint;
   v_attempt_number bigint;
   v_attempt_id bigint;
+  v_unmet bigint;
+  v_unmet_reason text;
+  v_final_unmet bigint;
+  v_next_look_in double precision;
+  v_wait_id bigint;
+  v_wait_since timestamptz;
+  v_wait_until timestamptz;
+  v_looks bigint;
+  v_waiting integer;
+  v_next_check timestamptz;
 BEGIN
   -- PostgreSQL: callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE, one writer).
   SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
@@ -242,7 +311,7 @@ BEGIN
     FROM etl_craft.AUD_TASK_RUN_LOG tr JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
    WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND tr.STATUS = 'SUCCESS'
      AND COALESCE(CAST(p_rerun AS text), 'NULL') NOT IN ('true', 'Y');
-  SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason) ORDER BY j.dependency_id), '[]'::jsonb)
+  SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason, 'waitable', j.waitable, 'next_look_in', j.next_look_in) ORDER BY j.dependency_id), '[]'::jsonb)
     INTO v_judged
     FROM (
       SELECT g.dependency_id,
@@ -265,9 +334,13 @@ BEGIN
                ELSE g.upstream || ' task run ' || g.cand_task_run_id || ' in' || ' run ' || g.cand_run_id || ' revision ' || g.cand_revision
                  || ' ended ' || g.cand_status || ' at ' || COALESCE(to_char(g.cand_end AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
                  || CASE WHEN g.dependency_type = 'HAS_DATA' THEN ' with ' || g.cand_rows || ' rows written' ELSE '' END
-             END AS reason
+             END AS reason,
+             CASE WHEN g.verdict IN ('NONE', 'CONSUMED') AND g.live_since IS NOT NULL THEN 'Y' ELSE 'N' END AS waitable,
+             CASE WHEN g.verdict IN ('NONE', 'CONSUMED') AND g.live_since IS NOT NULL AND g.avg_seconds > 0
+                  THEN g.avg_seconds * GREATEST(0.7, (FLOOR(g.elapsed / g.avg_seconds * 10) + 1) / 10.0)
+                       - g.elapsed END AS next_look_in
         FROM (
-          SELECT e.*,
+          SELECT e.*, GREATEST(0, EXTRACT(EPOCH FROM (v_now - e.live_since))) AS elapsed,
                  CASE WHEN p_bypass_reason IS NOT NULL THEN 'BYPASS'
                       WHEN e.backfill = 'Y' AND e.dependency_type = 'FAILURE' THEN 'BACKFILL_FAILURE'
                       WHEN e.cand_run_id IS NULL THEN 'NONE'
@@ -279,7 +352,16 @@ BEGIN
                      CASE WHEN d.TRIGGER_KIND = 'BACKFILL' THEN 'Y' ELSE 'N' END AS backfill,
                      c.PIPELINE_RUN_ID AS cand_run_id, ct.TASK_RUN_ID AS cand_task_run_id, c.OUTPUT_REVISION AS cand_revision,
                      ct.STATUS AS cand_status, ct.END_DATE AS cand_end, ct.ROWS_WRITTEN AS cand_rows,
-                     k.PIPELINE_RUN_ID AS consumer_run_id, k.CONSUMED_AT AS consumed_at
+                     k.PIPELINE_RUN_ID AS consumer_run_id, k.CONSUMED_AT AS consumed_at,
+                     (SELECT MIN(COALESCE(t.START_DATE, v_now)) FROM etl_craft.AUD_PIPELINES_RUN_LOG u
+                        LEFT JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.PIPELINE_RUN_ID = u.PIPELINE_RUN_ID AND t.TASK_ID = dep.DEPENDS_ON_TASK_ID
+                       WHERE u.PIPELINE_ID = ut.PIPELINE_ID AND u.TRIGGER_KIND <> 'BACKFILL'
+                         AND u.STATUS IN ('QUEUED', 'IN-PROGRESS')
+                         AND (t.TASK_RUN_ID IS NULL OR t.STATUS = 'IN-PROGRESS')) AS live_since,
+                     (SELECT AVG(EXTRACT(EPOCH FROM (t.END_DATE - t.START_DATE))) FROM etl_craft.AUD_TASK_RUN_LOG t
+                        JOIN etl_craft.AUD_PIPELINES_RUN_LOG u ON u.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
+                       WHERE t.TASK_ID = dep.DEPENDS_ON_TASK_ID AND u.TRIGGER_KIND <> 'BACKFILL'
+                         AND t.STATUS IN ('SUCCESS', 'FAILED') AND t.END_DATE > t.START_DATE) AS avg_seconds
                 FROM etl_craft.CFG_TASK_DEPENDENCY dep
                 JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
                 JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
@@ -305,8 +387,34 @@ BEGIN
         ) g
        ORDER BY g.dependency_id
     ) j;
-  SELECT COUNT(*), string_agg(j.reason, '; ') INTO v_unmet, v_unmet_reason
-    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text) WHERE j.result = 'UNSATISFIED';
+  SELECT COUNT(*), string_agg(j.reason, '; '), SUM(CASE WHEN j.waitable = 'Y' THEN 0 ELSE 1 END),
+         MIN(j.next_look_in) INTO v_unmet, v_unmet_reason, v_final_unmet, v_next_look_in
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text, waitable text, next_look_in double precision) WHERE j.result = 'UNSATISFIED';
+  SELECT w.GATE_WAIT_ID, w.FIRST_CHECK_AT, w.WAIT_UNTIL, w.LOOKS INTO v_wait_id, v_wait_since, v_wait_until, v_looks
+    FROM etl_craft.AUD_GATE_WAITS w
+   WHERE w.PIPELINE_RUN_ID = p_run_id AND COALESCE(w.TASK_ID, 0) = COALESCE(p_task_id, 0) AND w.ENDED_AT IS NULL;
+  SELECT CASE WHEN v_unmet > 0 AND COALESCE(v_final_unmet, 0) = 0
+               AND COALESCE(p_gate_wait_seconds, 0) > 0 AND v_now < COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds)))
+              THEN 1 ELSE 0 END INTO v_waiting;
+  SELECT CASE WHEN v_waiting = 1 THEN LEAST(COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds))), (v_now + make_interval(secs => LEAST(300, GREATEST(1, COALESCE(v_next_look_in, EXTRACT(EPOCH FROM (COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds))) - v_now)) / GREATEST(1, 10 - COALESCE(v_looks, 0)))))))) END INTO v_next_check;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET LAST_CHECK_AT = v_now, NEXT_CHECK_AT = v_next_check, LOOKS = LOOKS + 1,
+         WAITING_FOR = v_unmet_reason
+   WHERE GATE_WAIT_ID = v_wait_id AND v_waiting = 1;
+  INSERT INTO etl_craft.AUD_GATE_WAITS
+    (PIPELINE_RUN_ID, TASK_ID, FIRST_CHECK_AT, LAST_CHECK_AT, NEXT_CHECK_AT, WAIT_UNTIL, LOOKS, WAITING_FOR)
+  SELECT p_run_id, p_task_id, v_now, v_now, v_next_check, COALESCE(v_wait_until, (v_now + make_interval(secs => p_gate_wait_seconds))), 1,
+         v_unmet_reason
+   WHERE v_waiting = 1 AND v_wait_id IS NULL;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = CASE WHEN p_bypass_reason IS NOT NULL THEN 'BYPASSED'
+                        WHEN v_unmet = 0 THEN 'SATISFIED' ELSE 'UNSATISFIED' END, ENDED_AT = v_now,
+         LAST_CHECK_AT = v_now, NEXT_CHECK_AT = NULL, LOOKS = LOOKS + 1,
+         WAITING_FOR = COALESCE(v_unmet_reason, WAITING_FOR)
+   WHERE GATE_WAIT_ID = v_wait_id AND v_waiting = 0;
+  SELECT w.LOOKS, COALESCE(w.WAIT_UNTIL, v_wait_until) INTO v_looks, v_wait_until
+    FROM (SELECT 1 AS one) x LEFT JOIN etl_craft.AUD_GATE_WAITS w
+      ON w.PIPELINE_RUN_ID = p_run_id AND COALESCE(w.TASK_ID, 0) = COALESCE(p_task_id, 0) AND w.ENDED_AT IS NULL;
   INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT, START_DATE)
   SELECT p_run_id, p_task_id, 'IN-PROGRESS', 0, v_now
    WHERE v_unmet = 0 AND v_existing_task_run_id IS NULL;
@@ -339,18 +447,25 @@ BEGIN
          NULL, j.dependency_id,
          j.selected_run_id, j.selected_task_run_id, j.selected_revision, j.result, j.reason,
          v_now, etl_craft._actor(), etl_craft._actor_kind()
-    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text)
+    FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text, waitable text, next_look_in double precision)
+   WHERE v_waiting = 0
    ORDER BY j.dependency_id;
   RETURN QUERY
-  SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.attempt_number::integer, q.outcome::text, q.reason::text
+  SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.attempt_number::integer, q.outcome::text, q.reason::text, q.next_check_at::timestamptz
     FROM (
       SELECT a.ATTEMPT_ID, COALESCE(v_queued_task_run_id, v_existing_task_run_id), a.ATTEMPT_NUMBER,
-             CASE WHEN a.ATTEMPT_ID IS NULL THEN 'UNSATISFIED' ELSE 'QUEUED' END,
-             CASE WHEN a.ATTEMPT_ID IS NULL THEN 'dependencies not met: ' || v_unmet_reason
-                  ELSE 'queued attempt ' || a.ATTEMPT_NUMBER || ' of task run ' || a.TASK_RUN_ID || ' in pool ' || a.POOL
-                       || ' (' || a.SLOT_KIND || ' slot, priority ' || a.PRIORITY || ')' END
+             CASE WHEN a.ATTEMPT_ID IS NOT NULL THEN 'QUEUED' WHEN v_waiting = 1 THEN 'WAITING' ELSE 'UNSATISFIED' END,
+             CASE WHEN a.ATTEMPT_ID IS NOT NULL
+                  THEN 'queued attempt ' || a.ATTEMPT_NUMBER || ' of task run ' || a.TASK_RUN_ID || ' in pool ' || a.POOL
+                       || ' (' || a.SLOT_KIND || ' slot, priority ' || a.PRIORITY || ')'
+                  WHEN v_waiting = 1
+                  THEN 'waiting for its dependencies: ' || v_unmet_reason || '; ' || 'look ' || v_looks || ', next at ' || COALESCE(to_char(v_next_check AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', waiting at most until ' || COALESCE(to_char(v_wait_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
+                  ELSE 'dependencies not met: ' || v_unmet_reason || CASE WHEN v_wait_id IS NULL THEN ''
+           WHEN v_now >= v_wait_until THEN '; the gate waited from ' || COALESCE(to_char(v_wait_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' until its deadline ' || COALESCE(to_char(v_wait_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' (Gate_wait_minutes)'
+           ELSE '; the gate waited from ' || COALESCE(to_char(v_wait_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' until the upstream could no longer meet it' END END,
+             v_next_check
         FROM (SELECT 1 AS one) x LEFT JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.ATTEMPT_ID = v_attempt_id
-    ) AS q(attempt_id, task_run_id, attempt_number, outcome, reason);
+    ) AS q(attempt_id, task_run_id, attempt_number, outcome, reason, next_check_at);
 END
 $fn$;
 -- @end queue_attempt

@@ -258,6 +258,10 @@ CREATE OR REPLACE TRIGGER _020_append_only BEFORE UPDATE OR DELETE ON etl_craft.
 CREATE OR REPLACE TRIGGER _020_append_only_truncate BEFORE TRUNCATE ON etl_craft.AUD_GATE_DECISIONS
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_append_only('DECISION_ID', 'AUD_GATE_DECISIONS is append-only: its rows record history and never change');
 
+-- AUD_GATE_WAITS
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_GATE_WAITS
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+
 -- AUD_METADATA_CHANGES
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_METADATA_CHANGES
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');

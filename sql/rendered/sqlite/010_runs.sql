@@ -26,7 +26,8 @@
 -- @args run_id bigint, from_status text, status text, message text = NULL
 -- @returns pipeline_run_id bigint, status text
 -- @purpose End a run that ran no task, from the status the caller saw: a QUEUED run its gate refused
---   (SKIPPED) or that was withdrawn (CANCELLED). Runs with task runs end through finalize_run.
+--   (SKIPPED) or that was withdrawn (CANCELLED); its open gate wait ends ABANDONED. Runs with task runs end through
+--   finalize_run.
 -- @transition RUN QUEUED -> SKIPPED or CANCELLED
 -- @locks the run row
 -- @errors EC021 no such run; EC020 the run is no longer in from_status; EC023 the run has task runs
@@ -37,7 +38,7 @@
 -- @returns pipeline_run_id bigint, status text, live_attempts bigint
 -- @purpose Cancel a run: its QUEUED attempts end CANCELLED at once; CLAIMED and RUNNING ones are asked to stop
 --   (CANCEL_REQUESTED_AT) and their owners end them; the run ends CANCELLED now when none is live, else when
---   finalize_run finds them all ended. Recorded as a CANCEL intervention.
+--   finalize_run finds them all ended; its open gate waits end ABANDONED. Recorded as a CANCEL intervention.
 -- @transition RUN QUEUED or IN-PROGRESS -> CANCELLED; ATTEMPT QUEUED -> CANCELLED
 -- @locks the run row, then its attempts
 -- @errors EC021 no such run; EC020 the run has already ended
@@ -57,8 +58,8 @@
 -- @args run_id bigint, status text, reason text
 -- @returns pipeline_run_id bigint, status text, output_revision int
 -- @purpose An operator sets a run's ending. Refused while one of its attempts is CLAIMED or RUNNING; its QUEUED
---   attempts are cancelled. Marking a repaired run SUCCESS publishes its next revision. Recorded as a MARK
---   intervention.
+--   attempts are cancelled and its open gate waits end ABANDONED. Marking a repaired run SUCCESS publishes its
+--   next revision. Recorded as a MARK intervention.
 -- @transition RUN IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED
 -- @locks the run row, then its attempts
 -- @errors EC021 no such run; EC023 the status is not SUCCESS, FAILED or SKIPPED, the run is QUEUED, or an

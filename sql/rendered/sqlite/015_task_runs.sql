@@ -7,7 +7,8 @@
 --   START_DATE = END_DATE = now) when it has none; one already SKIPPED is left as it is (created = false). Any
 --   other task run is refused: a skip never overwrites an outcome, so a FAILED task keeps its error (B28).
 --   by_operator = true (etl-craft run --skip) records a SKIP intervention for the task run, once, which tells an
---   operator's skip from the engine's: ready_tasks never runs an operator-skipped task again.
+--   operator's skip from the engine's: ready_tasks never runs an operator-skipped task again. An open gate wait of
+--   the task ends ABANDONED.
 -- @transition TASK_RUN (none) -> SKIPPED
 -- @locks the run row (shared), then the task run's key (ux_task_run_per_run)
 -- @errors EC021 no such run, or the task is not of the run's pipeline; EC020 the run is not IN-PROGRESS, or the
@@ -24,7 +25,7 @@
 --   "attempt N was lost: owner O stopped renewing its lease at T" (this replaces mark --stale); a QUEUED attempt
 --   is cancelled. A run that has ended is reopened first (REPAIR_PENDING when it was SUCCESS; recorded as REOPEN)
 --   and then waits for finalize_run to end it again. Recorded as a MARK intervention (FROM_STATUS NULL when the
---   task run was created) with ROWS_WRITTEN and the reason.
+--   task run was created) with ROWS_WRITTEN and the reason. An open gate wait of the task ends ABANDONED.
 -- @transition TASK_RUN (none), IN-PROGRESS or ended -> SUCCESS, FAILED or SKIPPED;
 --   ATTEMPT CLAIMED or RUNNING with an expired lease -> LOST; ATTEMPT QUEUED -> CANCELLED;
 --   RUN SUCCESS, FAILED, SKIPPED or CANCELLED -> IN-PROGRESS

@@ -14,7 +14,8 @@
 --   ALWAYS any settled upstream. RUN_CONDITION ALL: RUN when every edge is met, SKIP once one settled edge is unmet.
 --   ANY: RUN once one edge is met, SKIP when every edge is settled and none is met. A task without edges is RUN.
 --   An engine-skipped task that now qualifies is RUN again (a rerun of its failed upstream makes it run: B25); one
---   that still qualifies as SKIP is not returned again. Nothing is returned for a run that is not IN-PROGRESS, is
+--   that still qualifies as SKIP is not returned again. A task whose task gate waits (an open AUD_GATE_WAITS row, see
+--   queue_attempt) is not returned before its NEXT_CHECK_AT. Nothing is returned for a run that is not IN-PROGRESS, is
 --   being cancelled, or whose pipeline is paused.
 -- @transition none (reads only)
 -- @locks none

@@ -5,8 +5,8 @@
 
 
 -- @function admit_run
--- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL
--- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int
+-- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL, gate_wait_seconds int = 0
+-- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int, next_check_at timestamptz, reason text
 -- @purpose Admit a QUEUED run through its pipeline gate. Every active pipeline dependency of its pipeline is
 --   judged (the latest ended, non-backfill upstream run whose status satisfies the edge and that no other run of the
 --   pipeline has consumed yet: the same revision with CONSUME_REPAIRS = 'Y', any revision with 'N'; backfills never feed
@@ -16,7 +16,11 @@
 --   becomes IN-PROGRESS (START_DATE now; OWNER_ID and a lease of lease_seconds when owner_id is given); else it stays
 --   QUEUED and the caller retries later or ends it SKIPPED with finish_run. bypass_reason (operator
 --   --ignore-dependencies) records every dependency BYPASSED with that reason. satisfied counts the SATISFIED and
---   BYPASSED decisions of this call, unsatisfied the UNSATISFIED ones. Never changes another run (B23, B7).
+--   BYPASSED decisions of this call, unsatisfied the UNSATISFIED ones. With gate_wait_seconds > 0 an unmet gate that
+--   may still be met (the upstream has a run queued or in progress) waits instead of deciding: the wait is kept in
+--   AUD_GATE_WAITS (TASK_ID NULL) with its next look, returned as next_check_at, and no decision is recorded; the
+--   caller admits again at that time (a new caller too: the wait and its deadline survive a restart). reason says
+--   what is unmet and, while waiting, the look and the deadline. Never changes another run (B23, B7).
 -- @transition RUN QUEUED -> IN-PROGRESS (or stays QUEUED when a dependency is unmet)
 -- @locks PostgreSQL: the pipeline row (FOR NO KEY UPDATE, so admissions of one pipeline take turns), then the
 --   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
@@ -25,8 +29,8 @@
 -- @end admit_run
 
 -- @function queue_attempt
--- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false
--- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text
+-- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false, gate_wait_seconds int = 0
+-- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text, next_check_at timestamptz
 -- @purpose Queue one attempt of a task in an IN-PROGRESS run, after its task gate. The task's active dependencies
 --   on tasks of other pipelines are judged like admit_run's (pipeline edges are admit_run's) and recorded in
 --   AUD_GATE_DECISIONS (TASK_DEPENDENCY_ID set). When none is UNSATISFIED: the task run is created IN-PROGRESS or
@@ -35,8 +39,10 @@
 --   parameter, else the project's DEFAULT_POOL), SLOT_KIND (ingestion for PYTHON tasks, else warehouse), PRIORITY
 --   (the pipeline's) and REQUESTED_BY the actor; the decisions name the attempt. When a dependency is unmet nothing
 --   is queued: outcome UNSATISFIED, the decisions have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and
---   reason lists the unmet dependencies. bypass_reason records every dependency BYPASSED. A task is queued once
---   (B1): a live attempt refuses the call.
+--   reason lists the unmet dependencies. With gate_wait_seconds > 0 an unmet task gate that may still be met waits
+--   as admit_run's pipeline gate does: outcome WAITING, the wait kept in AUD_GATE_WAITS with its next look
+--   (next_check_at; ready_tasks leaves the task out until then), nothing queued and no decision recorded.
+--   bypass_reason records every dependency BYPASSED. A task is queued once (B1): a live attempt refuses the call.
 -- @transition TASK_RUN (none), FAILED, SKIPPED, CANCELLED or SUCCESS (rerun) -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
 -- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), so callers queuing tasks of one run take turns; the unique
 --   index ux_attempt_live backs it. SQLite: the database (BEGIN IMMEDIATE)

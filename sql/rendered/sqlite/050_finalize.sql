@@ -14,7 +14,8 @@
 --   SLA_MINUTES. A repair (REPAIR_PENDING) that ends SUCCESS publishes OUTPUT_REVISION + 1 and clears it; a failed
 --   repair keeps it. On SUCCESS, the latest SATISFIED pipeline decision of each dependency of the run is consumed
 --   (AUD_DEPENDENCY_CONSUMPTION), never re-judged (B62); consumed counts the rows written. END_DATE is now, ENDED_BY
---   the actor (SYSTEM when the engine finalizes); owner and lease are cleared. With owner_id, a run supervised by
+--   the actor (SYSTEM when the engine finalizes); owner and lease are cleared; open gate waits end ABANDONED. With
+--   owner_id, a run supervised by
 --   another owner whose lease is live is refused.
 -- @transition RUN IN-PROGRESS -> SUCCESS, FAILED, SKIPPED or CANCELLED
 -- @locks PostgreSQL: the run row (FOR NO KEY UPDATE: finalizing, queuing and cancelling one run take turns, while

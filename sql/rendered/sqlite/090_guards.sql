@@ -778,6 +778,26 @@ BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_GATE_DECISIONS refused: AUD_GATE_DECISIONS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
 END;
 
+-- AUD_GATE_WAITS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_gate_waits__engine_only_insert;
+CREATE TRIGGER _010_aud_gate_waits__engine_only_insert BEFORE INSERT ON AUD_GATE_WAITS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_GATE_WAITS refused: AUD_GATE_WAITS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_gate_waits__engine_only_update;
+CREATE TRIGGER _010_aud_gate_waits__engine_only_update BEFORE UPDATE ON AUD_GATE_WAITS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_GATE_WAITS refused: AUD_GATE_WAITS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_gate_waits__engine_only_delete;
+CREATE TRIGGER _010_aud_gate_waits__engine_only_delete BEFORE DELETE ON AUD_GATE_WAITS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_GATE_WAITS refused: AUD_GATE_WAITS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
 -- AUD_METADATA_CHANGES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
 DROP TRIGGER IF EXISTS _010_aud_metadata_changes__engine_only_insert;
 CREATE TRIGGER _010_aud_metadata_changes__engine_only_insert BEFORE INSERT ON AUD_METADATA_CHANGES

@@ -183,7 +183,8 @@ def test_a_run_its_gate_refused__stays_queued_and_is_judged_again_by_the_next_ru
     assert etl_craft("migrate", cwd=project).code == 0
     waiting = etl_craft("run", "--pipeline_code", "down", cwd=project)
     assert waiting.code == 26, waiting.err
-    assert "run 1 (manual:" in waiting.err and "of down waits: 1 dependency(ies) on other pipelines" in waiting.err
+    assert "run 1 (manual:" in waiting.err
+    assert "of down waits: pipeline gate not met: up has no SUCCESS run" in waiting.err
     assert etl_craft("run", "--pipeline_code", "up", cwd=project).code == 0
     admitted = etl_craft("run", "--pipeline_code", "down", "--format", "json", cwd=project)
     assert admitted.code == 0, admitted.err

@@ -44,7 +44,8 @@ def engine_db(project: Path) -> Iterator[EngineDB]:
 
 def rows(db: EngineDB, sql: str, **params: Any) -> list[dict[str, Any]]:
     """The rows of `sql` (tables written {AUD_TASK_ATTEMPTS}, qualified for the dialect) as lower-case dicts."""
-    text = sql.format(**{name: db.qualify(name) for name in (*WRITTEN, "CFG_TASKS", "CFG_PIPELINES")})
+    text = sql.format(**{name: db.qualify(name) for name in (*WRITTEN, "CFG_TASKS", "CFG_PIPELINES", "AUD_GATE_WAITS",
+                                                               "AUD_GATE_DECISIONS")})
     with db.read() as conn:
         return [{k.lower(): v for k, v in r._mapping.items()} for r in conn.execute(sa.text(text), params)]
 

@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime
 
-from etlcraft.services.explain import Attempt, Decision, Edge, Pause, Snapshot, explain, judge, render, to_json
+from etlcraft.services.explain import (
+    Attempt,
+    Decision,
+    Edge,
+    GateWait,
+    Pause,
+    Snapshot,
+    explain,
+    judge,
+    render,
+    to_json,
+)
 
 T0 = datetime(2026, 3, 14, 6, 0, tzinfo=UTC)
 
@@ -81,6 +92,54 @@ def test_explain__queued_run__waits_on_its_pipeline_gate() -> None:
         "=> report can run once run 7 passes its pipeline gate, which waits on crm (SUCCESS); the "
         "gate is judged again at the next look.",
     ]
+
+
+def test_explain__waiting_on_its_task_gate__holds_no_slot__next_look_and_deadline() -> None:
+    snapshot = replace(
+        BASE,
+        edges=(Edge("crm.extract", "SUCCESS", False, None),),
+        gate_wait=GateWait("task", "crm.extract has no SUCCESS task run that is not a backfill (SUCCESS dependency)",
+                           at(10), at(29), at(31), T0.replace(hour=7, minute=10), 7, None, None),
+    )
+    assert text_of(snapshot)[-4:] == [
+        "cross-pipeline decisions: none",
+        "gate wait (task gate): waiting, look 7, next at 2026-03-14 06:31:00 UTC, since 2026-03-14 06:10:00 UTC, at "
+        "most until 2026-03-14 07:10:00 UTC: crm.extract has no SUCCESS task run that is not a backfill (SUCCESS "
+        "dependency)",
+        "retries: 2 (delay 60 s, backoff 2); none scheduled",
+        "=> report runs once its task gate is met: it waits, holding no slot, because crm.extract has no SUCCESS task "
+        "run that is not a backfill (SUCCESS dependency); look 7 was at 2026-03-14 06:29:00 UTC, the next is at "
+        "2026-03-14 06:31:00 UTC, and it gives up at 2026-03-14 07:10:00 UTC (Gate_wait_minutes after its first "
+        "look).",
+    ]
+    assert to_json(explain(snapshot))["gate_wait"]["next_check_at"] == "2026-03-14T06:31:00+00:00"
+
+
+def test_explain__queued_run__its_pipeline_gate_waits_for_a_running_upstream() -> None:
+    snapshot = replace(
+        BASE, run_status="QUEUED", edges=(),
+        gate_wait=GateWait("pipeline", "crm has no SUCCESS run that is not a backfill (SUCCESS dependency)",
+                           at(20), at(29), at(30), T0.replace(hour=7, minute=20), 3, None, None),
+    )
+    assert text_of(snapshot)[-1] == (
+        "=> report runs once run 7's pipeline gate is met: it waits, holding no slot, because crm has no SUCCESS run "
+        "that is not a backfill (SUCCESS dependency); look 3 was at 2026-03-14 06:29:00 UTC, the next is at "
+        "2026-03-14 06:30:00 UTC, and it gives up at 2026-03-14 07:20:00 UTC (Gate_wait_minutes after its first "
+        "look).")
+
+
+def test_explain__a_gate_wait_that_ended__shown_with_its_outcome__the_decision_decides() -> None:
+    snapshot = replace(
+        BASE, edges=(Edge("crm.extract", "SUCCESS", False, None),),
+        decisions=(Decision("task", "crm.extract", "SUCCESS", "UNSATISFIED", "crm.extract has no SUCCESS task run",
+                            at(29)),),
+        gate_wait=GateWait("task", "crm.extract has no SUCCESS task run", at(10), at(29), None,
+                           T0.replace(minute=29), 9, "UNSATISFIED", at(29)),
+    )
+    lines = text_of(snapshot)
+    assert ("gate wait (task gate): UNSATISFIED at 2026-03-14 06:29:00 UTC after 9 look(s), since 2026-03-14 "
+            "06:10:00 UTC, at most until 2026-03-14 06:29:00 UTC: crm.extract has no SUCCESS task run") in lines
+    assert "waits, holding no slot" not in lines[-1]
 
 
 def test_explain__upstream_failed__blocked_and_skipped() -> None:

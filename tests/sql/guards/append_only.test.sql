@@ -1,10 +1,11 @@
 -- Proves history stays written: the append-only AUD_ tables refuse UPDATE, DELETE and TRUNCATE even with the marker
 -- (EC002, naming the row) yet accept new rows, no owned table can be TRUNCATEd, and AUD_TASK_ATTEMPTS refuses DELETE
 -- always and UPDATE once an attempt has ended (every terminal status), while a live attempt may still be updated.
+-- AUD_GATE_WAITS is engine-owned but not append-only: the gate updates its open wait at every look and closes it.
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(64);
+SELECT plan(68);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -51,7 +52,7 @@ SELECT etl_test.refused(stmt, 'EC002', pattern,
          CASE WHEN op = 'TRUNCATE' THEN 'table' ELSE 'row' END))
   FROM refusals ORDER BY tbl, n;
 
--- 21: TRUNCATE removes rows without a row trigger, so no record; 090_guards refuses it on every owned table, even with
+-- 23: TRUNCATE removes rows without a row trigger, so no record; 090_guards refuses it on every owned table, even with
 -- the marker (CASCADE: without it a referenced table fails its foreign key check before any trigger runs).
 SELECT etl_test.refused(format('TRUNCATE etl_craft.%I CASCADE', lower(t)), 'EC002', format('TRUNCATE of %s %%refused%%', t),
   format('TRUNCATE of %s with the marker is refused (EC002)', t))
@@ -80,6 +81,24 @@ SELECT lives_ok(stmt, format('INSERT on %s with the marker succeeds', tbl))
               (SELECT pipeline_dependency_id FROM etl_craft.cfg_pipeline_dependency), 'UNSATISFIED', 'again', now(),
               'etl-craft', 'SYSTEM')$$)
   ) AS w(tbl, stmt) ORDER BY tbl;
+
+-- 3: AUD_GATE_WAITS is mutable: no append-only trigger, and with the marker its open wait takes a new look and is
+-- closed (its TRUNCATE is refused above, as every owned table's).
+SELECT is((SELECT array_agg(g.tgname::text ORDER BY g.tgname) FROM pg_trigger g
+            WHERE g.tgrelid = 'etl_craft.aud_gate_waits'::regclass AND NOT g.tgisinternal),
+          ARRAY['_010_engine_only'],
+          'AUD_GATE_WAITS carries only the engine-only trigger: no _020_append_only row or TRUNCATE trigger');
+INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, task_id, first_check_at, last_check_at, next_check_at,
+    wait_until, looks, waiting_for)
+  SELECT r.pipeline_run_id, t.task_id, now(), now(), now() + interval '1 minute', now() + interval '1 hour', 1, 'pgtap'
+    FROM etl_craft.aud_pipelines_run_log r, etl_craft.cfg_tasks t WHERE r.run_key = 'manual:down1' AND t.task_code = 'load';
+SELECT lives_ok(
+  $$UPDATE etl_craft.aud_gate_waits SET looks = looks + 1, last_check_at = now(),
+       next_check_at = now() + interval '2 minutes'$$,
+  'an open gate wait takes its next look with the marker (UPDATE of LOOKS, LAST_CHECK_AT, NEXT_CHECK_AT)');
+SELECT lives_ok(
+  $$UPDATE etl_craft.aud_gate_waits SET looks = looks + 1, outcome = 'SATISFIED', ended_at = now(), next_check_at = NULL$$,
+  'an open gate wait is closed with the marker (OUTCOME, ENDED_AT set, NEXT_CHECK_AT cleared)');
 
 -- Attempts. The seeded attempt 1 is QUEUED; a live attempt may change, a DELETE never passes.
 CREATE TEMP VIEW a1 AS SELECT attempt_id FROM etl_craft.aud_task_attempts WHERE attempt_number = 1;

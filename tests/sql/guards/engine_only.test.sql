@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(117);
+SELECT plan(122);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -61,6 +61,11 @@ INSERT INTO writes VALUES
        (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
      VALUES ((SELECT tr.task_run_id FROM etl_craft.aud_task_run_log tr JOIN etl_craft.cfg_tasks t USING (task_id)
                WHERE t.task_code = 'load'), 1, 'QUEUED', now(), 'pgtap', 'HUMAN')$$),
+  ('AUD_GATE_WAITS', $$INSERT INTO etl_craft.aud_gate_waits
+       (pipeline_run_id, task_id, first_check_at, last_check_at, next_check_at, wait_until, looks, waiting_for)
+     VALUES ((SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'),
+             (SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'load'), now(), now(),
+             now() + interval '1 minute', now() + interval '1 hour', 1, 'up_pl.extract has no SUCCESS task run')$$),
   ('AUD_GATE_DECISIONS', $$INSERT INTO etl_craft.aud_gate_decisions
        (pipeline_run_id, pipeline_dependency_id, result, reason, decided_at, decided_by, decided_by_kind)
      VALUES ((SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'),
@@ -116,7 +121,7 @@ SELECT set_eq('SELECT tbl FROM writes', 'SELECT * FROM etl_test.owned_tables()',
 
 SELECT etl_test.unmark();
 
--- 84: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
+-- 92: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
 SELECT etl_test.refused(stmt, 'EC001', pattern,
   format('%s on %s without the marker is refused (EC001, the message names the operation and the table)', op, tbl))
   FROM refusals;
@@ -127,7 +132,7 @@ SELECT etl_test.refused($$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('k
   'INSERT on CFG_POOLS refused: CFG_POOLS is written only by etl-craft; _%',
   'a transaction with etl_craft.actor_kind set but no etl_craft.actor is refused (EC001)');
 
--- 21: with the marker, the same INSERTs succeed.
+-- 23: with the marker, the same INSERTs succeed.
 SELECT etl_test.act();
 SELECT lives_ok(ins, format('INSERT on %s with the marker succeeds', tbl)) FROM writes ORDER BY tbl;
 

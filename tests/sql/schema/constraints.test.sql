@@ -1,9 +1,9 @@
--- Proves every named CHECK rule of 0001_engine_schema exists on its table and refuses a row that breaks it (23514,
--- naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
+-- Proves every named CHECK rule of the engine migrations (0001_engine_schema, 0004_target_hash_version,
+-- 0005_gate_waits) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(158);
+SELECT plan(164);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -47,14 +47,16 @@ INSERT INTO expected_checks VALUES
   ('aud_metadata_changes', 'actor_kind_is_valid'), ('aud_metadata_changes', 'operation_is_valid'),
   ('aud_metadata_changes', 'images_match_operation'),
   ('aud_task_offsets', 'offset_type_is_valid'),
-  ('aud_target_hash_version', 'recomputed_by_kind_is_valid');
+  ('aud_target_hash_version', 'recomputed_by_kind_is_valid'),
+  ('aud_gate_waits', 'looks_is_positive'), ('aud_gate_waits', 'outcome_is_valid'),
+  ('aud_gate_waits', 'open_wait_has_a_next_look');
 
--- 1 + 20: the full set of CHECK constraints, then has_check for each table that has any.
+-- 1 + 21: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 67 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 70 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -251,13 +253,38 @@ INSERT INTO violations VALUES
   ('aud_target_hash_version', 'recomputed_by_kind_is_valid', 'RECOMPUTED_BY_KIND = ROBOT',
    $$INSERT INTO etl_craft.aud_target_hash_version
        (target_object, hash_version, recomputed_at, recomputed_by, recomputed_by_kind)
-     VALUES ('main.customers', 2, now(), 'pgtap', 'ROBOT')$$);
+     VALUES ('main.customers', 2, now(), 'pgtap', 'ROBOT')$$),
+  ('aud_gate_waits', 'looks_is_positive', 'LOOKS = 0',
+   $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, next_check_at, wait_until,
+       looks, waiting_for)
+     SELECT pipeline_run_id, now(), now(), now(), now(), 0, 'w' FROM etl_craft.aud_pipelines_run_log
+      WHERE run_key = 'manual:down1'$$),
+  ('aud_gate_waits', 'outcome_is_valid', 'OUTCOME = TIMED_OUT',
+   $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, wait_until, looks,
+       waiting_for, outcome, ended_at)
+     SELECT pipeline_run_id, now(), now(), now(), 1, 'w', 'TIMED_OUT', now() FROM etl_craft.aud_pipelines_run_log
+      WHERE run_key = 'manual:down1'$$),
+  ('aud_gate_waits', 'open_wait_has_a_next_look', 'an open wait (OUTCOME, ENDED_AT NULL) with NEXT_CHECK_AT NULL',
+   $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, wait_until, looks,
+       waiting_for)
+     SELECT pipeline_run_id, now(), now(), now(), 1, 'w' FROM etl_craft.aud_pipelines_run_log
+      WHERE run_key = 'manual:down1'$$),
+  ('aud_gate_waits', 'open_wait_has_a_next_look', 'an ended wait (OUTCOME, ENDED_AT set) with a NEXT_CHECK_AT',
+   $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, next_check_at, wait_until,
+       looks, waiting_for, outcome, ended_at)
+     SELECT pipeline_run_id, now(), now(), now(), now(), 1, 'w', 'SATISFIED', now() FROM etl_craft.aud_pipelines_run_log
+      WHERE run_key = 'manual:down1'$$),
+  ('aud_gate_waits', 'open_wait_has_a_next_look', 'an OUTCOME without ENDED_AT',
+   $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, wait_until, looks,
+       waiting_for, outcome)
+     SELECT pipeline_run_id, now(), now(), now(), 1, 'w', 'ABANDONED' FROM etl_craft.aud_pipelines_run_log
+      WHERE run_key = 'manual:down1'$$);
 
 -- 1: every CHECK constraint has at least one violation below (so none is left untried).
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',
   'every CHECK constraint of the migration has a violation case');
 
--- 74: each violation is refused with 23514 by the rule it breaks.
+-- 78: each violation is refused with 23514 by the rule it breaks.
 SELECT throws_ok(stmt, '23514', format('new row for relation "%s" violates check constraint "%s"', tbl, con),
   format('%s %s refuses %s (23514)', upper(tbl), con, what))
   FROM violations ORDER BY tbl, con, what;

@@ -1,9 +1,10 @@
--- Proves every index the engine migrations (0001, 0003) name exists on its table with its columns, uniqueness and partial predicate,
--- and that the unique ones refuse what they must (a second live attempt of a task run, a second run with the same
--- (PIPELINE_ID, RUN_KEY), a second open pause, duplicate active codes, ...) while allowing what they must not refuse.
+-- Proves every index the engine migrations (0001, 0003, 0005) name exists on its table with its columns, uniqueness and
+-- partial predicate, and that the unique ones refuse what they must (a second live attempt of a task run, a second run
+-- with the same (PIPELINE_ID, RUN_KEY), a second open pause, a second open gate wait, duplicate active codes, ...)
+-- while allowing what they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(152);
+SELECT plan(160);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -49,7 +50,9 @@ INSERT INTO expected_indexes VALUES
   ('aud_run_interventions', 'ix_interventions_run', ARRAY['pipeline_run_id'], false, NULL),
   ('aud_pipeline_pauses', 'ux_one_open_pause', ARRAY['pipeline_id'], true, '(resumed_at IS NULL)'),
   ('aud_actions', 'ix_actions_started', ARRAY['started_at'], false, NULL),
-  ('aud_metadata_changes', 'ix_metadata_changes_row', ARRAY['table_name', 'row_key'], false, NULL);
+  ('aud_metadata_changes', 'ix_metadata_changes_row', ARRAY['table_name', 'row_key'], false, NULL),
+  ('aud_gate_waits', 'ux_gate_wait_open', ARRAY['pipeline_run_id', 'COALESCE(task_id, (0)::bigint)'], true,
+   '(ended_at IS NULL)');
 
 -- 1: these are all the indexes besides the primary keys, and exactly the ux_ ones are unique.
 SELECT set_eq(
@@ -58,14 +61,14 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 30 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 31 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 30: each index on its table, with its columns in order.
+-- 31: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
 
--- 15: the unique ones are unique.
+-- 16: the unique ones are unique.
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
@@ -75,7 +78,7 @@ SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 30: the partial ones have their WHERE clause, the others have none.
+-- 31: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,
@@ -95,7 +98,7 @@ SELECT etl_test.seed();
 
 CREATE TEMP VIEW tr AS SELECT task_run_id FROM etl_craft.aud_task_run_log;
 
--- 46 assertions follow.
+-- 52 assertions follow.
 -- ux_attempt_live: one QUEUED, CLAIMED or RUNNING attempt per task run; ended attempts do not count.
 SELECT throws_ok(
   $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
@@ -236,6 +239,40 @@ SELECT throws_ok(
       FROM etl_craft.aud_dependency_consumption c, etl_craft.cfg_task_dependency d WHERE c.task_dependency_id IS NOT NULL$$,
   '23505', 'duplicate key value violates unique constraint "ux_consumption_once"',
   'consuming it twice through the same task dependency is refused by ux_consumption_once (NULL ids compare equal)');
+
+-- ux_gate_wait_open: one open wait (ENDED_AT NULL) per run and task, the run's pipeline gate (TASK_ID NULL) included.
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, task_id, first_check_at, last_check_at, next_check_at,
+       wait_until, looks, waiting_for)
+    SELECT r.pipeline_run_id, t.task_id, now(), now(), now() + interval '1 minute', now() + interval '1 hour', 1, 'pgtap'
+      FROM etl_craft.aud_pipelines_run_log r, etl_craft.cfg_tasks t WHERE r.run_key = 'manual:down1' AND t.task_code = 'load'$$,
+  'an open gate wait of task load in run manual:down1 is accepted');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, task_id, first_check_at, last_check_at, next_check_at,
+       wait_until, looks, waiting_for)
+    SELECT pipeline_run_id, task_id, now(), now(), now() + interval '1 minute', now() + interval '1 hour', 1, 'pgtap'
+      FROM etl_craft.aud_gate_waits$$,
+  '23505', 'duplicate key value violates unique constraint "ux_gate_wait_open"',
+  'a second open gate wait of the same run and task is refused by ux_gate_wait_open');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, task_id, first_check_at, last_check_at, wait_until, looks,
+       waiting_for, outcome, ended_at)
+    SELECT pipeline_run_id, task_id, now(), now(), now() + interval '1 hour', 2, 'pgtap', 'UNSATISFIED', now()
+      FROM etl_craft.aud_gate_waits$$,
+  'an ended gate wait of the same run and task is accepted next to its open one');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, next_check_at, wait_until,
+       looks, waiting_for)
+    SELECT pipeline_run_id, now(), now(), now() + interval '1 minute', now() + interval '1 hour', 1, 'pgtap'
+      FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'$$,
+  'an open wait of the pipeline gate of run manual:down1 (TASK_ID NULL) is accepted next to its task''s');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, next_check_at, wait_until,
+       looks, waiting_for)
+    SELECT pipeline_run_id, now(), now(), now() + interval '1 minute', now() + interval '1 hour', 1, 'pgtap'
+      FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_gate_wait_open"',
+  'a second open pipeline-gate wait of the run is refused by ux_gate_wait_open (a NULL TASK_ID compares equal)');
 
 -- ux_eng_transitions: one row per (ENTITY, FROM_STATUS, TO_STATUS), a NULL FROM_STATUS included.
 SELECT throws_ok(

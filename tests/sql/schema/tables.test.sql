@@ -1,7 +1,8 @@
--- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation) create: exactly its 21 tables, each with its full column
--- list, column types and NOT NULL rules, identity keys, primary key and every foreign key (and no others).
+-- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
+-- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits) create: exactly its 23 tables, each with its
+-- full column list, column types and NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
-SELECT plan(133);
+SELECT plan(139);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -262,7 +263,18 @@ INSERT INTO expected_columns VALUES
   ('aud_target_hash_version', 2, 'hash_version', 'integer', true),
   ('aud_target_hash_version', 3, 'recomputed_at', 'timestamp with time zone', true),
   ('aud_target_hash_version', 4, 'recomputed_by', 'character varying(128)', true),
-  ('aud_target_hash_version', 5, 'recomputed_by_kind', 'character varying(16)', true);
+  ('aud_target_hash_version', 5, 'recomputed_by_kind', 'character varying(16)', true),
+  ('aud_gate_waits', 1, 'gate_wait_id', 'bigint', true),
+  ('aud_gate_waits', 2, 'pipeline_run_id', 'bigint', true),
+  ('aud_gate_waits', 3, 'task_id', 'bigint', false),
+  ('aud_gate_waits', 4, 'first_check_at', 'timestamp with time zone', true),
+  ('aud_gate_waits', 5, 'last_check_at', 'timestamp with time zone', true),
+  ('aud_gate_waits', 6, 'next_check_at', 'timestamp with time zone', false),
+  ('aud_gate_waits', 7, 'wait_until', 'timestamp with time zone', true),
+  ('aud_gate_waits', 8, 'looks', 'integer', true),
+  ('aud_gate_waits', 9, 'waiting_for', 'text', true),
+  ('aud_gate_waits', 10, 'outcome', 'character varying(16)', false),
+  ('aud_gate_waits', 11, 'ended_at', 'timestamp with time zone', false);
 
 SELECT tables_are('etl_craft', ARRAY[
   'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes',
@@ -270,8 +282,8 @@ SELECT tables_are('etl_craft', ARRAY[
   'cfg_task_parameters', 'cfg_pipeline_dependency', 'cfg_task_dependency', 'aud_pipelines_run_log',
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
-  'aud_task_offsets', 'aud_target_hash_version'
-]::name[], 'etl_craft holds exactly the 22 Engine DB tables of the migrations, no more and no fewer');
+  'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits'
+]::name[], 'etl_craft holds exactly the 23 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -309,7 +321,8 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('aud_pipeline_pauses'::name, ARRAY['pause_id']::name[]),
     ('aud_actions'::name, ARRAY['action_id']::name[]),
     ('aud_metadata_changes'::name, ARRAY['change_id']::name[]),
-    ('aud_task_offsets'::name, ARRAY['task_id']::name[])
+    ('aud_task_offsets'::name, ARRAY['task_id']::name[]),
+    ('aud_gate_waits'::name, ARRAY['gate_wait_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -324,7 +337,8 @@ SELECT set_eq(
            ('aud_task_run_log'::name, 'task_run_id'::name), ('aud_task_attempts'::name, 'attempt_id'::name),
            ('aud_gate_decisions'::name, 'decision_id'::name), ('aud_dependency_consumption'::name, 'consumption_id'::name),
            ('aud_run_interventions'::name, 'intervention_id'::name), ('aud_pipeline_pauses'::name, 'pause_id'::name),
-           ('aud_actions'::name, 'action_id'::name), ('aud_metadata_changes'::name, 'change_id'::name)$$,
+           ('aud_actions'::name, 'action_id'::name), ('aud_metadata_changes'::name, 'change_id'::name),
+           ('aud_gate_waits'::name, 'gate_wait_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).
@@ -364,7 +378,9 @@ INSERT INTO expected_fks VALUES
   ('aud_actions', 'task_id', 'cfg_tasks', 'task_id'),
   ('aud_task_offsets', 'task_id', 'cfg_tasks', 'task_id'),
   ('aud_task_offsets', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
-  ('aud_task_offsets', 'attempt_id', 'aud_task_attempts', 'attempt_id');
+  ('aud_task_offsets', 'attempt_id', 'aud_task_attempts', 'attempt_id'),
+  ('aud_gate_waits', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
+  ('aud_gate_waits', 'task_id', 'cfg_tasks', 'task_id');
 
 SELECT fk_ok('etl_craft', tbl, col, 'etl_craft', ref_tbl, ref_col,
              upper(tbl) || '.' || upper(col) || ' references ' || upper(ref_tbl) || '.' || upper(ref_col))
@@ -378,7 +394,7 @@ SELECT set_eq(
        JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
       WHERE n.nspname = 'etl_craft' AND k.contype = 'f'$$,
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
-  'etl_craft has exactly the 35 single-column foreign keys the migration declares');
+  'etl_craft has exactly the 37 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
                      'aud_target_hash_version']::name[]) tbl;
