@@ -7,11 +7,22 @@ from datetime import date, datetime
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import document, emit, format_option
+from etlcraft.cli.output import emit, format_option
 from etlcraft.core.actor import acting_as
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
-from etlcraft.services.runs import RunRequest, TaskRequest, end_run, init_run, run_pipeline, skip_task
+from etlcraft.services.runs import (
+    RunRequest,
+    TaskRequest,
+    backfill_json,
+    end_run,
+    init_json,
+    init_run,
+    outcome_json,
+    run_pipeline,
+    skip_json,
+    skip_task,
+)
 from etlcraft.services.runs import backfill as run_backfill
 
 
@@ -77,10 +88,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             except Interrupted as exc:
                 raise IncompleteError(f"the backfill was stopped by {exc}; its running tasks were stopped and "
                                       f"recorded FAILED; resume it with the same command") from exc
-        emit(output_format, document("backfill-outcome", 1, {
-            "pipeline_code": done.pipeline_code, "complete": done.complete, "message": done.message,
-            "runs": [{"pipeline_run_id": r.pipeline_run_id, "status": r.status} for r in done.runs]}),
-            lambda: done.message)
+        emit(output_format, backfill_json(done), lambda: done.message)
         if not done.complete:
             if done.runs and done.runs[-1].status not in ("SUCCESS", "SKIPPED"):
                 raise RunFailedError(done.message)
@@ -92,13 +100,12 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
                              "--task_code, --rerun, --init-only or --finalize-only")
         with acting_as(actor):
             skipped = skip_task(ctx.engine_db(), ctx.config(), request, skip)
-        emit(output_format, document("run-skip", 1, {"pipeline_run_id": skipped.pipeline_run_id, "task_code": skip,
-                                                     "message": skipped.message}), lambda: skipped.message)
+        emit(output_format, skip_json(skipped, skip), lambda: skipped.message)
         return
     with acting_as(actor):
         if init_only:
             created = init_run(ctx.engine_db(), ctx.config(), request)
-            emit(output_format, document("run-init", 1, {"pipeline_run_id": created}),
+            emit(output_format, init_json(created),
                  lambda: f"run {created} of {pipeline_code} is IN-PROGRESS; run its tasks with etl-craft run "
                          f"--pipeline_code {pipeline_code} --run-id {created} --task_code T")
             return
@@ -112,13 +119,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             raise IncompleteError(f"etl-craft run was stopped by {exc}; its running tasks were stopped and recorded "
                                   f"FAILED; resume the run with etl-craft run --pipeline_code {pipeline_code} "
                                   "--run-id N (see etl-craft status)") from exc
-    doc = document("run-outcome", 1, {
-        "pipeline_run_id": outcome.pipeline_run_id, "status": outcome.status, "message": outcome.message,
-        "attempts": [{"attempt_id": e.attempt_id, "task_code": e.task_code, "status": e.status}
-                     for e in outcome.ended],
-        "skipped": [{"task_code": code, "reason": why} for code, why in outcome.skipped],
-    })
-    emit(output_format, doc, lambda: outcome.message)
+    emit(output_format, outcome_json(outcome), lambda: outcome.message)
     failed = sorted({e.task_code for e in outcome.ended if e.status != "SUCCESS"})
     if outcome.status == "IN-PROGRESS":
         if task is None or not outcome.ended:

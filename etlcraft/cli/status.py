@@ -35,7 +35,9 @@ def _status_text(view: RunStatus) -> str:
     lines = [f"run {run['pipeline_run_id']} of {run['pipeline_code']} ({run['run_key']}, {run['trigger_kind']}, "
              f"run date {run['run_date']}): {run['status']}",
              f"  started {run['start_date']} by {run['started_by']}"
-             + (f", ended {run['end_date']} by {run['ended_by']}" if run["end_date"] else ""),
+             + (f", ended {run['end_date']} by {run['ended_by']}" if run["end_date"] else "")
+             + (f"; SLA {run['sla_status']}" if run.get("sla_status") else ""),
+             *([f"  pipeline gate: {view.pipeline_gate_wait}"] if view.pipeline_gate_wait else []),
              f"  tasks: {''.join(_MARKS.get(t.status, '?') for t in view.tasks)}   "
              "(+ success, x failed, - skipped, / cancelled, > running, . not run)"]
     for task in view.tasks:

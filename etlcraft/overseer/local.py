@@ -35,6 +35,7 @@ SYSTEM_KIND = ActorKind("SYSTEM")
 
 @dataclass(frozen=True)
 class RunSettings:
+    pipeline_code: str
     owner_id: str
     slots: int
     lease_seconds: int
@@ -361,7 +362,8 @@ class RunLoop:
                 self._release()
                 self.outcome.message = (
                     f"run {self.run_id} stays IN-PROGRESS: {len(waiting)} task(s) have not run yet "
-                    f"({', '.join(waiting)}); etl-craft run --pipeline_code P --run-id {self.run_id} runs them")
+                    f"({', '.join(waiting)}); etl-craft run --pipeline_code {self.settings.pipeline_code} "
+                    f"--run-id {self.run_id} runs them")
                 return
         with acting_as(SYSTEM):  # the engine ends the run (ENDED_BY_KIND SYSTEM); operators end runs by mark/cancel
             ended = call(self.db, "finalize_run", run_id=self.run_id, owner_id=self.settings.owner_id)[0]

@@ -193,7 +193,7 @@ def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: i
     orchestration = config.orchestration
     actor = current_actor()
     return RunSettings(
-        owner_id=me, slots=pipeline.slots or orchestration.max_parallel_tasks,
+        pipeline_code=pipeline.code, owner_id=me, slots=pipeline.slots or orchestration.max_parallel_tasks,
         lease_seconds=orchestration.lease_seconds,
         heartbeat_seconds=orchestration.heartbeat_seconds,
         log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline.code / str(run_id),
@@ -324,9 +324,9 @@ def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request:
             found = fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=request.run_key)
         else:
             active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
-            if len(active) != 1:
+            if len(active) != 1:  # none: not found (22), as the operator controls say; several: ambiguous (23)
                 listed = "; ".join(f"run {r['pipeline_run_id']} ({r['run_key']}, {r['status']})" for r in active)
-                raise AmbiguousError(
+                raise (AmbiguousError if active else NotFoundError)(
                     f"pipeline {pipeline.code} has {len(active)} active runs{': ' + listed if active else ''}; name "
                     f"the run with --run-id or --run-key (etl-craft history --pipeline_code {pipeline.code} lists "
                     "them)")
@@ -477,7 +477,10 @@ def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
     pipeline = find_pipeline(db, request.pipeline_code)
     reconcile(db, config.orchestration.lease_seconds)
     run_date = request.run_date or datetime.now(config.orchestration.zone).date()
-    return choose_run(db, pipeline, request, run_date, config.sha256)
+    run_id = choose_run(db, pipeline, request, run_date, config.sha256)
+    call(db, "record_action", command="run --init-only", arguments=_action(request),
+         pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
+    return run_id
 
 
 def end_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> RunOutcome:
@@ -487,6 +490,8 @@ def end_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> RunOutc
     run = select_run(db, config, pipeline, request)
     run_id = int(run["pipeline_run_id"])
     _must_be_in_progress(run_id, str(run["status"]))
+    call(db, "record_action", command="run --finalize-only", arguments=_action(request),
+         pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     with acting_as(SYSTEM):
         ended = call(db, "finalize_run", run_id=run_id)[0]
     return RunOutcome(run_id, ended.status, f"run {run_id} ended {ended.status}")
@@ -502,3 +507,32 @@ def attempt_log(db: EngineDB, attempt_id: int) -> tuple[dict[str, Any], str]:
     if path and Path(path).is_file():
         return row, Path(path).read_text(encoding="utf-8", errors="replace")
     return row, row.get("task_log") or ""
+
+
+# --- JSON documents: the one serializer of each run operation (the CLI prints what these return) -------------------
+
+def outcome_json(outcome: RunOutcome) -> dict[str, Any]:
+    """`etl-craft run` of a run or a task (and --finalize-only): etl-craft/run-outcome/1."""
+    return {"schema": "etl-craft/run-outcome/1", "pipeline_run_id": outcome.pipeline_run_id,
+            "status": outcome.status, "message": outcome.message,
+            "attempts": [{"attempt_id": e.attempt_id, "task_code": e.task_code, "status": e.status}
+                         for e in outcome.ended],
+            "skipped": [{"task_code": code, "reason": why} for code, why in outcome.skipped]}
+
+
+def skip_json(outcome: RunOutcome, task_code: str) -> dict[str, Any]:
+    """`etl-craft run --skip T`: etl-craft/run-skip/1."""
+    return {"schema": "etl-craft/run-skip/1", "pipeline_run_id": outcome.pipeline_run_id, "task_code": task_code,
+            "message": outcome.message}
+
+
+def init_json(run_id: int) -> dict[str, Any]:
+    """`etl-craft run --init-only`: etl-craft/run-init/1."""
+    return {"schema": "etl-craft/run-init/1", "pipeline_run_id": run_id}
+
+
+def backfill_json(done: BackfillOutcome) -> dict[str, Any]:
+    """`etl-craft run --backfill FROM:TO`: etl-craft/backfill-outcome/1."""
+    return {"schema": "etl-craft/backfill-outcome/1", "pipeline_code": done.pipeline_code, "complete": done.complete,
+            "message": done.message,
+            "runs": [{"pipeline_run_id": r.pipeline_run_id, "status": r.status} for r in done.runs]}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from etlcraft.core.errors import AmbiguousError, NotFoundError
@@ -27,6 +27,17 @@ class TaskLine:
 class RunStatus:
     run: dict[str, Any]
     tasks: tuple[TaskLine, ...]
+    pipeline_gate_wait: str | None = None  # what the run's pipeline gate waits for, while it waits
+
+
+def _wait_note(wait: dict[str, Any]) -> str:
+    return (f"waiting on its gate (look {wait['looks']}, next at {_utc(wait['next_check_at'])}, gives up at "
+            f"{_utc(wait['wait_until'])}): {wait['waiting_for']}")
+
+
+def _utc(value: Any) -> str:
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _seconds(start: Any, end: Any) -> float | None:
@@ -55,14 +66,16 @@ def run_status(db: EngineDB, pipeline_code: str, run_id: int | None) -> RunStatu
             raise NotFoundError(f"run {run_id} is not a run of pipeline {pipeline_code}; "
                                 f"see etl-craft history --pipeline_code {pipeline_code}")
         rows = fetch_all(db, conn, "run_task_rows", run_id=run_id)
+        waits = {w["task_id"]: w for w in fetch_all(db, conn, "run_open_gate_waits", run_id=run_id)}
     tasks = tuple(
         TaskLine(task_code=r["task_code"], status=r["status"] or "NOT RUN", attempts=int(r["attempt_count"] or 0),
                  rows_written=r["rows_written"], seconds=_seconds(r["start_date"], r["end_date"]),
-                 attempt_id=r["attempt_id"], note=(r["error_message"] or r["message"] or "").splitlines()[0][:200]
+                 attempt_id=r["attempt_id"], note=_wait_note(waits[r["task_id"]]) if r["task_id"] in waits and
+                 not r["status"] else (r["error_message"] or r["message"] or "").splitlines()[0][:200]
                  if (r["error_message"] or r["message"]) else "")
         for r in rows
     )
-    return RunStatus(run, tasks)
+    return RunStatus(run, tasks, _wait_note(waits[None]) if None in waits else None)
 
 
 def run_history(db: EngineDB, pipeline_code: str, limit: int) -> list[dict[str, Any]]:

@@ -117,3 +117,10 @@ SELECT ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON, p.PIPELINE_CODE
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
   JOIN {AUD_PIPELINE_PAUSES} ps ON ps.PIPELINE_ID = r.PIPELINE_ID AND ps.RESUMED_AT IS NULL
  WHERE r.PIPELINE_RUN_ID = :run_id;
+
+-- name: run_open_gate_waits :many
+-- The run's gates that wait for their upstream now (TASK_ID NULL: its pipeline gate).
+SELECT w.TASK_ID, w.LOOKS, w.NEXT_CHECK_AT, w.WAIT_UNTIL, w.WAITING_FOR
+  FROM {AUD_GATE_WAITS} w
+ WHERE w.PIPELINE_RUN_ID = :run_id AND w.ENDED_AT IS NULL
+ ORDER BY w.TASK_ID;

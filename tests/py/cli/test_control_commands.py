@@ -128,7 +128,8 @@ def test_each_operation__cli_and_service__give_the_same_json_and_one_action_each
             assert printed["schema"] == "etl-craft/operation/1"
             assert did(printed), (arguments, printed)
             assert _steady(printed) == _steady(returned), arguments
-        expected = [("pause", "tester@cli", "HUMAN", None, None), ("resume", "tester@cli", "HUMAN", None, None),
+        expected = [("run --init-only", "tester@cli", "HUMAN", 1, None),
+                    ("pause", "tester@cli", "HUMAN", None, None), ("resume", "tester@cli", "HUMAN", None, None),
                     ("mark", "tester@cli", "HUMAN", 1, 1), ("mark", "tester@cli", "HUMAN", 1, None),
                     ("reopen", "tester@cli", "HUMAN", 1, None), ("cancel", "tester@cli", "HUMAN", 1, None)]
         assert _actions(db) == expected
@@ -164,7 +165,9 @@ def test_run_selection__refuses_to_guess_and_names_the_candidates(tmp_path: Path
     assert both.code == 2 and "--run-id and --run-key both name the run" in both.err
     cancelled = _cli(project, "cancel", "--pipeline_code", "flow", "--run-key", "second", "--reason", "not needed")
     assert cancelled["run"]["pipeline_run_id"] == 2 and cancelled["run"]["status"] == "CANCELLED"
-    assert _actions(_engine_db(project, None)) == [("cancel", "tester@cli", "HUMAN", 2, None)]
+    assert _actions(_engine_db(project, None)) == [
+        ("run --init-only", "tester@cli", "HUMAN", 1, None), ("run --init-only", "tester@cli", "HUMAN", 3, None),
+        ("cancel", "tester@cli", "HUMAN", 2, None)], "refused requests record nothing"
 
 
 def _stop(process: subprocess.Popen[bytes], signum: int) -> None:
@@ -237,3 +240,62 @@ def test_b26_tasks_left_in_progress_by_dead_processes_do_not_block_mark_and_canc
     assert cancelled["run"]["status"] == "CANCELLED"
     assert [(c["task_code"], c["to_status"]) for c in cancelled["attempts_changed"]] == [("b", "LOST")]
     assert "attempt" in cancelled["message"] and "LOST" in cancelled["message"]
+
+
+# The service side of the run operations, in a process of its own (a run starts a fork server and task processes):
+# it calls etlcraft.services.runs as the CLI does and prints the JSON document the service builds.
+SERVICE = '''
+import json, sys
+from datetime import date
+from pathlib import Path
+from etlcraft.config.loader import load_config
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.states import ActorKind
+from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
+from etlcraft.services import runs
+
+config = load_config(Path.cwd())
+db = EngineDB(config.engine.url, schema=config.engine.schema or DEFAULT_SCHEMA,
+              password=config.secret_value(config.engine))
+operation, task = sys.argv[1], sys.argv[2]
+with acting_as(Actor("tester@cli", ActorKind("HUMAN"))):
+    if operation == "skip":
+        request = runs.RunRequest("flow", "nightly", None, None, "not needed today", None)
+        print(json.dumps(runs.skip_json(runs.skip_task(db, config, request, task), task)))
+    else:
+        request = runs.RunRequest("flow", "nightly", None, None, None,
+                                  runs.TaskRequest(task, rerun=True, with_downstream=operation == "rerun-down"))
+        print(json.dumps(runs.outcome_json(runs.run_pipeline(db, config, request))))
+'''
+
+
+def _service(project: Path, operation: str, task: str) -> dict[str, Any]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    done = subprocess.run(["python3", "-c", SERVICE, operation, task], cwd=project, env=environ, text=True,
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_run_skip_and_rerun__cli_and_service__give_the_same_json(tmp_path: Path) -> None:
+    flow = {"flow": [Task("load"), Task("report"), Task("audit")], "other": [Task("solo")]}
+    projects = []
+    for name in ("cli", "service"):
+        project = write_project(tmp_path / name, None, flow, [("report", "load", "SUCCESS")])
+        assert etl_craft("migrate", cwd=project).code == 0
+        assert _init_run(project, "nightly") == 1
+        _cli(project, "mark", "--pipeline_code", "flow", "--task_code", "load", "--status", "FAILED", "--reason",
+             "bad file")
+        projects.append(project)
+    by_cli, by_service = projects
+    for operation, arguments in [
+            ("skip", ("run", "--pipeline_code", "flow", "--run-key", "nightly", "--skip", "audit", "--reason",
+                      "not needed today")),
+            ("rerun-down", ("run", "--pipeline_code", "flow", "--run-key", "nightly", "--rerun", "load",
+                            "--with-downstream"))]:
+        printed = _cli(by_cli, *arguments)
+        returned = _service(by_service, operation, arguments[arguments.index("--skip") + 1]
+                            if operation == "skip" else "load")
+        assert _steady(printed) == _steady(returned), operation
+    assert printed["schema"] == "etl-craft/run-outcome/1" and printed["status"] == "SUCCESS"
+    assert [(a["task_code"], a["status"]) for a in printed["attempts"]] == [("load", "SUCCESS"), ("report", "SUCCESS")]

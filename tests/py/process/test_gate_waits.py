@@ -75,6 +75,10 @@ def test_100_tasks_waiting_on_an_upstream_hold_no_slot__a_restart_resumes_their_
     assert explained.code == 0, explained.err
     assert "=> w042 runs once its task gate is met: it waits, holding no slot, because up.u has no SUCCESS" in (
         explained.out)
+    status = etl_craft("status", "--pipeline_code", "down", "--run-id", "3", cwd=project)
+    assert status.code == 0, status.err
+    line = next(x for x in status.out.splitlines() if x.strip().startswith("w042 "))
+    assert "NOT RUN" in line and "waiting on its gate (look " in line and ": up.u has no SUCCESS task run" in line
 
     down.send_signal(signal.SIGTERM)
     down.wait(timeout=60)
@@ -117,6 +121,8 @@ def test_a_pipeline_gate_waits_for_its_running_upstream__the_run_is_admitted_onc
     wait_for(lambda: any(w["ended_at"] is None for w in _waits(project)), what="the pipeline gate to wait")
     (wait,) = _waits(project)
     assert wait["task_id"] is None and wait["pipeline_run_id"] == 4
+    status = etl_craft("status", "--pipeline_code", "down", "--run-id", "4", cwd=project)
+    assert "pipeline gate: waiting on its gate (look " in status.out, status.out + status.err
     assert "up run 1 revision 1 was already consumed by run 2" in wait["waiting_for"]
 
     release(project, "up")

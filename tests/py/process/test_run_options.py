@@ -253,5 +253,6 @@ def test_skip__an_operator_skip_stands__the_run_goes_on_without_the_task__each_c
     with sqlite3.connect(project / ".etl-craft" / "engine.db") as conn:
         actions = conn.execute("SELECT COMMAND, ACTOR, PIPELINE_RUN_ID, ARGUMENTS FROM AUD_ACTIONS"
                                " WHERE COMMAND LIKE 'run%' ORDER BY ACTION_ID").fetchall()
-    assert [(c, a, r) for c, a, r, _ in actions] == [("run --skip", "tester@cli", 1), ("run", "tester@cli", 1)]
-    assert json.loads(actions[0][3])["reason"] == "audited by hand"
+    assert [(c, a, r) for c, a, r, _ in actions] == [
+        ("run --init-only", "tester@cli", 1), ("run --skip", "tester@cli", 1), ("run", "tester@cli", 1)]
+    assert json.loads(actions[1][3])["reason"] == "audited by hand"
