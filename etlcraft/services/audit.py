@@ -15,6 +15,7 @@ from typing import Any
 from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.queries import fetch_all
 from etlcraft.services.runs import find_pipeline
+from etlcraft.services.values import required_time
 
 SCHEMA = "etl-craft/audit/1"
 
@@ -70,16 +71,16 @@ def _action(row: dict[str, Any]) -> AuditEntry:
     detail = " ".join(f"{k}={v}" for k, v in sorted(arguments.items()) if v not in (None, "", [], {}))
     if row["task_code"]:
         detail = f"task {row['task_code']}" + (f"; {detail}" if detail else "")
-    return AuditEntry(_time(row["started_at"]), "action", int(row["action_id"]), row["actor"], row["actor_kind"],
-                      row["command"], row["pipeline_code"], None if row["pipeline_run_id"] is None
+    return AuditEntry(required_time(row["started_at"]), "action", int(row["action_id"]), row["actor"],
+                      row["actor_kind"], row["command"], row["pipeline_code"], None if row["pipeline_run_id"] is None
                       else int(row["pipeline_run_id"]), detail)
 
 
 def _change(row: dict[str, Any], pipeline_code: str | None) -> AuditEntry:
     what = f"{row['operation']} {row['table_name']} {row['row_key']}"
     detail = f"migration {row['migration']}" if row["migration"] else "outside etl-craft migrate"
-    return AuditEntry(_time(row["changed_at"]), "metadata", int(row["change_id"]), row["actor"], row["actor_kind"],
-                      what, pipeline_code, None, detail)
+    return AuditEntry(required_time(row["changed_at"]), "metadata", int(row["change_id"]), row["actor"],
+                      row["actor_kind"], what, pipeline_code, None, detail)
 
 
 def _concerns(row: dict[str, Any], pipeline_id: str, task_ids: set[str]) -> bool:
@@ -100,12 +101,6 @@ def _json(value: Any) -> dict[str, Any] | None:
         return value
     parsed = json.loads(value)
     return parsed if isinstance(parsed, dict) else None
-
-
-def _time(value: Any) -> datetime:
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    assert isinstance(moment, datetime)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def to_json(log: AuditLog) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,6 +27,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.services.runs import Pipeline, find_pipeline, reconcile
+from etlcraft.services.values import as_date, as_time, document
 
 SCHEMA = "etl-craft/operation/1"
 MARK_STATUSES = ("SUCCESS", "FAILED", "SKIPPED")
@@ -155,17 +156,7 @@ class OperationResult:
 
 def to_json(result: OperationResult) -> dict[str, Any]:
     """The operation's JSON document: {"schema": "etl-craft/operation/1", ...}; times ISO 8601 in UTC."""
-    return {"schema": SCHEMA, **_plain(dataclasses.asdict(result))}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    return value
+    return document(SCHEMA, result)
 
 
 # --- operations -------------------------------------------------------------------------------------------------
@@ -305,7 +296,7 @@ def resolve_run(db: EngineDB, pipeline: Pipeline, ref: RunRef, operation: str) -
                             f"{operation} cannot tell which run you mean; name one with --run-id or --run-key "
                             f"({history})")
     listed = "; ".join(f"run {c['pipeline_run_id']} (key {c['run_key']}, {c['trigger_kind']}, run date "
-                       f"{_date(c['run_date'])}, {c['status']})" for c in candidates)
+                       f"{as_date(c['run_date'])}, {c['status']})" for c in candidates)
     raise AmbiguousError(f"pipeline {pipeline.code} has {len(candidates)} runs that have not ended: {listed}; "
                          f"{operation} acts on one run: name it with --run-id or --run-key")
 
@@ -354,8 +345,8 @@ def run_view(db: EngineDB, run_id: int) -> RunView:
     if row is None:
         raise NotFoundError(f"run {run_id} does not exist; etl-craft history --pipeline_code P lists the runs")
     return RunView(int(row["pipeline_run_id"]), row["pipeline_code"], row["run_key"], row["trigger_kind"],
-                   _date(row["run_date"]), row["status"], int(row["output_revision"]), row["repair_pending"] == "Y",
-                   _time(row["cancel_requested_at"]), _time(row["end_date"]), row["ended_by"], row["message"])
+                   as_date(row["run_date"]), row["status"], int(row["output_revision"]), row["repair_pending"] == "Y",
+                   as_time(row["cancel_requested_at"]), as_time(row["end_date"]), row["ended_by"], row["message"])
 
 
 def _task_run_view(db: EngineDB, run_id: int, task_id: int) -> TaskRunView:
@@ -363,7 +354,7 @@ def _task_run_view(db: EngineDB, run_id: int, task_id: int) -> TaskRunView:
         row = fetch_one(db, conn, "control_task_run", run_id=run_id, task_id=task_id)
     assert row is not None, "mark_task_run creates the task run it marks"
     return TaskRunView(int(row["task_run_id"]), row["task_code"], row["status"], int(row["attempt_count"]),
-                       None if row["rows_written"] is None else int(row["rows_written"]), _time(row["end_date"]),
+                       None if row["rows_written"] is None else int(row["rows_written"]), as_time(row["end_date"]),
                        row["message"], row["error_message"])
 
 
@@ -371,10 +362,10 @@ def _pause_view(db: EngineDB, pipeline: Pipeline, pause_id: int) -> PauseView:
     with db.read() as conn:
         row = fetch_one(db, conn, "control_pause", pause_id=pause_id)
     assert row is not None, "pause_pipeline and resume_pipeline return the pause they wrote"
-    paused_at = _time(row["paused_at"])
+    paused_at = as_time(row["paused_at"])
     assert paused_at is not None
     return PauseView(int(row["pause_id"]), pipeline.code, paused_at, row["paused_by"], row["pause_reason"],
-                     _time(row["resumed_at"]), row["resumed_by"], row["resume_reason"])
+                     as_time(row["resumed_at"]), row["resumed_by"], row["resume_reason"])
 
 
 def _attempt_statuses(db: EngineDB, run_id: int) -> dict[int, tuple[str, str]]:
@@ -402,15 +393,3 @@ def _task_run_hint(run: RunView) -> str:
             f"{run.pipeline_code} --run-id {run.pipeline_run_id}, or end it with --finalize-only")
 
 
-def _time(value: Any) -> datetime | None:
-    """A timestamp column as an aware UTC datetime (SQLite stores text, PostgreSQL answers in its session zone)."""
-    if value is None:
-        return None
-    stamp = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return stamp.astimezone(UTC)
-
-
-def _date(value: Any) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    return date.fromisoformat(value) if isinstance(value, str) else value

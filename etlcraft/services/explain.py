@@ -23,6 +23,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.services.control import RunRef, resolve_run
 from etlcraft.services.runs import find_pipeline
+from etlcraft.services.values import as_date, as_time, document, required_time
 
 SCHEMA = "etl-craft/explanation/1"
 SETTLED = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
@@ -360,19 +361,7 @@ def render(ex: Explanation) -> str:
 
 def to_json(ex: Explanation) -> dict[str, Any]:
     """The explanation's JSON document: {"schema": "etl-craft/explanation/1", ...}; times ISO 8601 in UTC."""
-    return {"schema": SCHEMA, **_plain(dataclasses.asdict(ex))}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    return value
+    return document(SCHEMA, ex)
 
 
 # --- reading the snapshot ------------------------------------------------------------------------------------------
@@ -410,13 +399,13 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
         params = {p["parameter_name"].upper(): p["parameter_value"]
                   for p in fetch_all(db, conn, "task_parameters_of", task_id=task_id) if p["parameter_value"]}
     return Snapshot(
-        pipeline.code, request.task_code, run_id, run["run_key"], _day(run["run_date"]), run["status"],
+        pipeline.code, request.task_code, run_id, run["run_key"], as_date(run["run_date"]), run["status"],
         run["cancel_requested_at"] is not None,
-        None if pause is None else Pause(_time_of(pause["paused_at"]), pause["paused_by"], pause["pause_reason"]),
+        None if pause is None else Pause(required_time(pause["paused_at"]), pause["paused_by"], pause["pause_reason"]),
         task["run_condition"], None if task_run is None else task_run["status"],
         None if task_run is None else (task_run["error_message"] or task_run["message"]),
-        tuple(Attempt(int(a["attempt_number"]), a["status"], _time(a["queued_at"]), _time(a["not_before"]),
-                      _time(a["started_at"]), _time(a["ended_at"]), a["error_message"], a["retryable"])
+        tuple(Attempt(int(a["attempt_number"]), a["status"], as_time(a["queued_at"]), as_time(a["not_before"]),
+                      as_time(a["started_at"]), as_time(a["ended_at"]), a["error_message"], a["retryable"])
               for a in attempts),
         tuple(Edge(_edge_name(e), e["dependency_type"], e["same_pipeline"] == "Y", e["upstream_status"],
                    None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"])) for e in edges),
@@ -439,13 +428,14 @@ def _decision(row: dict[str, Any]) -> Decision:
     upstream = row["upstream_pipeline_code"] if scope == "pipeline" else (
         f"{row['upstream_pipeline_code']}.{row['upstream_task_code']}")
     return Decision(scope, str(upstream), str(row["dependency_type"]), row["result"], row["reason"],
-                    _time_of(row["decided_at"]))
+                    required_time(row["decided_at"]))
 
 
 def _gate_wait(row: dict[str, Any]) -> GateWait:
     return GateWait("pipeline" if row["task_id"] is None else "task", row["waiting_for"],
-                    _time_of(row["first_check_at"]), _time_of(row["last_check_at"]), _time(row["next_check_at"]),
-                    _time_of(row["wait_until"]), int(row["looks"]), row["outcome"], _time(row["ended_at"]))
+                    required_time(row["first_check_at"]), required_time(row["last_check_at"]),
+                    as_time(row["next_check_at"]), required_time(row["wait_until"]), int(row["looks"]), row["outcome"],
+                    as_time(row["ended_at"]))
 
 
 def _param(values: dict[str, str], name: str) -> str:
@@ -453,23 +443,3 @@ def _param(values: dict[str, str], name: str) -> str:
     default = parameters.BY_NAME[name].default
     assert found is not None or default is not None
     return found if found is not None else str(default)
-
-
-def _time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    assert isinstance(moment, datetime)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _time_of(value: Any) -> datetime:
-    moment = _time(value)
-    assert moment is not None
-    return moment
-
-
-def _day(value: Any) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    return date.fromisoformat(value) if isinstance(value, str) else value

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from etlcraft.core.errors import AmbiguousError, NotFoundError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.services.runs import find_pipeline
+from etlcraft.services.values import required_time
 
 
 @dataclass(frozen=True)
@@ -36,16 +36,13 @@ def _wait_note(wait: dict[str, Any]) -> str:
 
 
 def _utc(value: Any) -> str:
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return required_time(value).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _seconds(start: Any, end: Any) -> float | None:
     if start is None or end is None:
         return None
-    start = datetime.fromisoformat(start) if isinstance(start, str) else start
-    end = datetime.fromisoformat(end) if isinstance(end, str) else end
-    return round((end - start).total_seconds(), 3)
+    return round((required_time(end) - required_time(start)).total_seconds(), 3)
 
 
 def run_status(db: EngineDB, pipeline_code: str, run_id: int | None) -> RunStatus:

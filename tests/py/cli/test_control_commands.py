@@ -262,6 +262,10 @@ with acting_as(Actor("tester@cli", ActorKind("HUMAN"))):
     if operation == "skip":
         request = runs.RunRequest("flow", "nightly", None, None, "not needed today", None)
         print(json.dumps(runs.skip_json(runs.skip_task(db, config, request, task), task)))
+    elif operation == "backfill":
+        request = runs.RunRequest("flow", None, None, None, "reload", None)
+        day = date.fromisoformat(task)
+        print(json.dumps(runs.backfill_json(runs.backfill(db, config, request, day, day))))
     else:
         request = runs.RunRequest("flow", "nightly", None, None, None,
                                   runs.TaskRequest(task, rerun=True, with_downstream=operation == "rerun-down"))
@@ -277,7 +281,7 @@ def _service(project: Path, operation: str, task: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout))
 
 
-def test_run_skip_and_rerun__cli_and_service__give_the_same_json(tmp_path: Path) -> None:
+def test_run_skip_rerun_and_backfill__cli_and_service__give_the_same_json(tmp_path: Path) -> None:
     flow = {"flow": [Task("load"), Task("report"), Task("audit")], "other": [Task("solo")]}
     projects = []
     for name in ("cli", "service"):
@@ -292,10 +296,14 @@ def test_run_skip_and_rerun__cli_and_service__give_the_same_json(tmp_path: Path)
             ("skip", ("run", "--pipeline_code", "flow", "--run-key", "nightly", "--skip", "audit", "--reason",
                       "not needed today")),
             ("rerun-down", ("run", "--pipeline_code", "flow", "--run-key", "nightly", "--rerun", "load",
-                            "--with-downstream"))]:
+                            "--with-downstream")),
+            ("backfill", ("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-01", "--reason",
+                          "reload"))]:
         printed = _cli(by_cli, *arguments)
-        returned = _service(by_service, operation, arguments[arguments.index("--skip") + 1]
-                            if operation == "skip" else "load")
-        assert _steady(printed) == _steady(returned), operation
-    assert printed["schema"] == "etl-craft/run-outcome/1" and printed["status"] == "SUCCESS"
-    assert [(a["task_code"], a["status"]) for a in printed["attempts"]] == [("load", "SUCCESS"), ("report", "SUCCESS")]
+        argument = {"skip": "audit", "rerun-down": "load", "backfill": "2026-11-01"}[operation]
+        assert _steady(printed) == _steady(_service(by_service, operation, argument)), operation
+        if operation == "rerun-down":
+            assert printed["schema"] == "etl-craft/run-outcome/1" and printed["status"] == "SUCCESS"
+            assert [(a["task_code"], a["status"]) for a in printed["attempts"]] == [
+                ("load", "SUCCESS"), ("report", "SUCCESS")]
+    assert printed["schema"] == "etl-craft/backfill-outcome/1" and printed["complete"] is True
