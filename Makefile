@@ -1,7 +1,7 @@
 # etl-craft developer targets. `make help` lists them.
 PYTHON ?= python3
 # Process tests mostly wait on child processes, so one worker more than this machine's 2 cores keeps both busy.
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 3
 STAMP := .make/install.stamp
 
 .PHONY: help install demo test test-sql test-py lint verify snapshot bench docs
@@ -24,7 +24,7 @@ test: install test-sql test-py ## Everything CI runs: the pgTAP suites, then pyt
 test-sql: install ## pgTAP suites (tests/sql) with pg_prove against a fresh PostgreSQL database
 	$(PYTHON) tests/sql/run_pgtap.py
 
-test-py: install ## pytest (tests/py) on SQLite and PostgreSQL, in 4 worker processes (PYTEST_WORKERS; most tests wait on subprocesses)
+test-py: install ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker processes (PYTEST_WORKERS)
 	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 lint: install ## ruff and mypy

@@ -57,7 +57,16 @@ def _task_runs(project: Path, task: str) -> list[int]:
                                                 "ORDER BY r.TASK_RUN_ID", task)]
 
 
-def test_demo__exits_0_and_prints_status_and_history(demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+def test_demo__end_to_end(demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """One test, so that the demo runs once (each pytest-xdist worker would build the module fixture again)."""
+    _exits_0_and_prints_status_and_history(demo)
+    for pipeline in sorted(KEYS):
+        _every_run_of_the_pipeline_ended_success(demo, pipeline)
+    _the_second_ingest_loads_only_the_customer_changes_after_the_stored_offset(demo)
+    _the_second_ingest_loads_only_the_orders_placed_after_the_stored_offset(demo)
+
+
+def _exits_0_and_prints_status_and_history(demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     done, project = demo
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     transform = _runs(project, "customer_orders")["demo-transform-2"]["pipeline_run_id"]
@@ -66,9 +75,8 @@ def test_demo__exits_0_and_prints_status_and_history(demo: tuple[subprocess.Comp
     assert f"rm -rf {project.parent}" in done.stdout
 
 
-@pytest.mark.parametrize("pipeline", sorted(KEYS))
-def test_demo__every_run_of_both_pipelines_ended_success(demo: tuple[subprocess.CompletedProcess[str], Path],
-                                                         pipeline: str) -> None:
+def _every_run_of_the_pipeline_ended_success(demo: tuple[subprocess.CompletedProcess[str], Path],
+                                             pipeline: str) -> None:
     _, project = demo
     runs = _runs(project, pipeline)
     assert sorted(runs) == KEYS[pipeline]
@@ -81,7 +89,7 @@ def test_demo__every_run_of_both_pipelines_ended_success(demo: tuple[subprocess.
         assert all(state == "SUCCESS" and rows > 0 for state, rows in tasks.values()), (key, tasks)
 
 
-def test_demo__the_second_ingest_loads_only_the_customer_changes_after_the_stored_offset(
+def _the_second_ingest_loads_only_the_customer_changes_after_the_stored_offset(
         demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     _, project = demo
     first, second = _task_runs(project, "ingest_customers")
@@ -97,7 +105,7 @@ def test_demo__the_second_ingest_loads_only_the_customer_changes_after_the_store
         (str(loads[second][-1]), "INTEGER", second)]
 
 
-def test_demo__the_second_ingest_loads_only_the_orders_placed_after_the_stored_offset(
+def _the_second_ingest_loads_only_the_orders_placed_after_the_stored_offset(
         demo: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     _, project = demo
     first, second = _task_runs(project, "ingest_orders")
