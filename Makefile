@@ -25,6 +25,9 @@ test-sql: install ## pgTAP suites (tests/sql) with pg_prove against a fresh Post
 	$(PYTHON) tests/sql/run_pgtap.py
 
 test-py: install ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker processes (PYTEST_WORKERS)
+	@# Byte-compile first: the tests start etl-craft processes by the thousand, and where PYTHONDONTWRITEBYTECODE
+	@# is set each of them would otherwise compile every module it imports from source.
+	$(PYTHON) -m compileall -q etlcraft tests > /dev/null
 	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
 lint: install ## ruff and mypy

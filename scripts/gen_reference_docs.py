@@ -104,8 +104,8 @@ def cli_page() -> str:
         "```",
         "",
     ]
-    for name in sorted(cli.commands):  # type: ignore[attr-defined]
-        lines += _command_section(name, cli.commands[name], root)  # type: ignore[attr-defined]
+    for name in cli.list_commands(root):  # type: ignore[attr-defined]
+        lines += _command_section(name, cli.get_command(root, name), root)  # type: ignore[attr-defined]
     return "\n".join(lines)
 
 

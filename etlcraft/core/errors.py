@@ -6,9 +6,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import ClassVar
 
-import yaml
-
-from etlcraft.paths import sql_dir
+from etlcraft.paths import read_sql_yaml
 
 
 @dataclass(frozen=True)
@@ -22,7 +20,7 @@ class ErrorSpec:
 @cache
 def error_specs() -> dict[str, ErrorSpec]:
     """sql/errors.yaml by error name."""
-    raw = yaml.safe_load((sql_dir() / "errors.yaml").read_text(encoding="utf-8"))
+    raw = read_sql_yaml("errors.yaml")
     return {e["name"]: ErrorSpec(**e) for e in raw["errors"]}
 
 

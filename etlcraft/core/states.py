@@ -11,9 +11,7 @@ from enum import StrEnum
 from functools import cache
 from typing import Any
 
-import yaml
-
-from etlcraft.paths import sql_dir
+from etlcraft.paths import read_sql_yaml
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ def _entity(name: str, spec: dict[str, Any]) -> Entity:
 @cache
 def state_machine() -> StateMachine:
     """The parsed sql/state_machine.yaml (read once per process)."""
-    raw = yaml.safe_load((sql_dir() / "state_machine.yaml").read_text(encoding="utf-8"))
+    raw = read_sql_yaml("state_machine.yaml")
     entities = tuple(_entity(name, spec) for name, spec in raw["entities"].items())
     enums = {name: tuple(values) for name, values in raw["enums"].items()}
     return StateMachine(entities=entities, enums=enums)

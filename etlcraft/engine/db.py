@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-import psycopg
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -26,6 +26,9 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from etlcraft.core.actor import Actor, current_actor
 from etlcraft.core.errors import EngineDbError, EtlCraftError, class_for_code
 from etlcraft.core.stops import holding_stops
+
+if TYPE_CHECKING:
+    import psycopg
 
 DEFAULT_SCHEMA = "etl_craft"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -271,18 +274,21 @@ class EngineDB:
     def _mapped_errors(self, state: _SqliteState | None) -> Iterator[None]:
         try:
             yield
-        except EtlCraftError:
-            raise
-        except (DBAPIError, psycopg.Error, sqlite3.Error) as exc:
+        except Exception as exc:
+            # psycopg's errors are known only once a PostgreSQL Engine DB has imported it (see _psycopg_errors).
+            if isinstance(exc, EtlCraftError) or not isinstance(exc, (DBAPIError, sqlite3.Error,
+                                                                     *_psycopg_errors("Error"))):
+                raise
             raise self.map_error(exc, state) from exc
 
     def map_error(self, exc: BaseException, state: _SqliteState | None = None) -> EtlCraftError:
         """Turn a driver error into etl-craft's exception: ECnnn codes into their classes, the rest into
         EngineDbError naming the Engine DB."""
         orig: BaseException = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-        if isinstance(orig, psycopg.Error):
-            code = orig.sqlstate or ""
-            message = orig.diag.message_primary or str(orig)
+        if isinstance(orig, _psycopg_errors("Error")):
+            pg_error = cast("psycopg.Error", orig)
+            code = pg_error.sqlstate or ""
+            message = pg_error.diag.message_primary or str(orig)
         elif state is not None and state.failure is not None:
             code, message = state.failure
             state.failure = None
@@ -304,8 +310,16 @@ class EngineDB:
         return EngineDbError(f"the Engine DB at {self.display_url} refused the statement: {message.strip()}")
 
 
+def _psycopg_errors(name: str) -> tuple[type[BaseException], ...]:
+    """psycopg's error class `name`, or none when psycopg was never imported (a SQLite Engine DB, whose commands
+    need not pay for importing it): no psycopg error can have been raised then."""
+    module = sys.modules.get("psycopg")
+    return (getattr(module, name),) if module is not None else ()
+
+
 def _is_connect_error(orig: BaseException) -> bool:
     """A failure to reach the database at all (no SQLSTATE, or class 08: connection exception)."""
-    if isinstance(orig, psycopg.OperationalError):
-        return orig.sqlstate is None or orig.sqlstate.startswith("08")
+    if isinstance(orig, _psycopg_errors("OperationalError")):
+        sqlstate = cast("psycopg.OperationalError", orig).sqlstate
+        return sqlstate is None or sqlstate.startswith("08")
     return isinstance(orig, sqlite3.OperationalError) and "unable to open" in str(orig)

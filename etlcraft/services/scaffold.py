@@ -67,7 +67,9 @@ def scaffold(directory: Path, project_code: str | None = None) -> ScaffoldReport
 def _planned_files(code: str) -> dict[str, str]:
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     files = {}
-    for path in sorted(p for p in _SOURCE.rglob("*") if p.is_file()):
+    # Byte-compiled copies of the scaffold's scripts (pip compiles every .py of a wheel it installs) are not part of
+    # a project.
+    for path in sorted(p for p in _SOURCE.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         relative = path.relative_to(_SOURCE).as_posix()
         relative = _RENAMES.get(relative, relative)
         text = path.read_text(encoding="utf-8")

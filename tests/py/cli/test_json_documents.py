@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from etlcraft.cli import cli
+from etlcraft.cli import COMMANDS
 from tests.py.support.cli import etl_craft
 from tests.py.support.project import Task, write_project
 
@@ -168,7 +168,7 @@ def _json(project: Path, *args: str) -> dict[str, Any]:
 
 def test_the_page_documents_every_command_and_form_with_a_schema_and_fields() -> None:
     assert set(SECTIONS) == FORMS
-    assert {form.split()[0] for form in SECTIONS} == set(cli.commands), "a command without a section, or the reverse"
+    assert {form.split()[0] for form in SECTIONS} == set(COMMANDS), "a command without a section, or the reverse"
     for form, section in SECTIONS.items():
         assert section.schema, f"json.md: {form} names no schema"
         assert section.fields.get("schema") == "string", f"json.md: {form} does not list its schema field"

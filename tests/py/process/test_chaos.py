@@ -10,8 +10,7 @@ manual run that is active before the backfill's next date stops it with the exac
 then finishes the remaining dates.
 
 The pipeline: `a` (held until the test releases it) then `b` (SUCCESS edge). For `--rerun`, `b` fails its first
-attempt, so the run that ended has a task to rerun. The whole matrix runs on SQLite; the live point, where the
-supervisor and the operator race, on PostgreSQL too."""
+attempt, so the run that ended has a task to rerun. Everything runs on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -23,10 +22,11 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from tests.py.conftest import PgServer
 from tests.py.support.cli import Result, descendants, descendants_alive, etl_craft, start_etl_craft
 from tests.py.support.project import Task, release, wait_for, write_project
 
@@ -40,11 +40,6 @@ NOT_RUN = ("NOT RUN", 0)
 
 def _flow(b_fails_once: bool) -> dict[str, list[Task]]:
     return {"flow": [Task("a", {"hold": "a"}), Task("b", {"fail_times": 1} if b_fails_once else {})]}
-
-
-def _engine_url(request: pytest.FixtureRequest, dialect: str) -> str | None:
-    """None (the project's own SQLite file) or a new empty PostgreSQL database, as the engine_url fixtures give."""
-    return None if dialect == "sqlite" else str(request.getfixturevalue("empty_pg_url"))
 
 
 def _ok(result: Result, code: int = 0) -> Result:
@@ -111,27 +106,35 @@ def _no_survivors(project: Path) -> None:
 
 
 class Projects:
-    """Migrated projects of flow. On SQLite each is a copy of one migrated per worker and shape (a migrate is
-    a good part of a case's time); on PostgreSQL each migrates its new database."""
+    """Migrated projects of flow, copied from one migrated per worker, dialect and shape (a migrate is a good part
+    of a case's time): on SQLite a copy of the template's Engine DB file, on PostgreSQL a database created from the
+    template's database (CREATE DATABASE ... TEMPLATE)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.templates: dict[bool, Path] = {}
+        self.templates: dict[tuple[str, bool], tuple[Path, str | None]] = {}
 
-    def new(self, root: Path, engine_url: str | None, b_fails_once: bool) -> Path:
-        flow = _flow(b_fails_once)
-        if engine_url is not None:
-            project = write_project(root, engine_url, flow, EDGES, lease_seconds=LEASE_SECONDS)
-            _ok(etl_craft("migrate", cwd=project))
-            return project
-        if b_fails_once not in self.templates:
-            template = write_project(self.root / f"template-{b_fails_once}", None, flow, EDGES,
-                                     lease_seconds=LEASE_SECONDS)
+    def _template(self, pg: PgServer | None, b_fails_once: bool) -> tuple[Path, str | None]:
+        dialect = "sqlite" if pg is None else "postgresql"
+        if (dialect, b_fails_once) not in self.templates:
+            database = None if pg is None else pg.create()
+            template = write_project(self.root / f"template-{dialect}-{b_fails_once}",
+                                     None if pg is None or database is None else pg.url_for(database),
+                                     _flow(b_fails_once), EDGES, lease_seconds=LEASE_SECONDS)
             _ok(etl_craft("migrate", cwd=template))
-            self.templates[b_fails_once] = template
-        project = write_project(root, None, flow, EDGES, lease_seconds=LEASE_SECONDS)
-        shutil.copytree(self.templates[b_fails_once] / ".etl-craft", project / ".etl-craft")
-        return project
+            self.templates[dialect, b_fails_once] = template, database
+        return self.templates[dialect, b_fails_once]
+
+    def new(self, root: Path, dialect: str, b_fails_once: bool, request: pytest.FixtureRequest) -> Path:
+        pg = cast(PgServer, request.getfixturevalue("pg_server")) if dialect == "postgresql" else None
+        template, database = self._template(pg, b_fails_once)
+        if pg is None or database is None:
+            project = write_project(root, None, _flow(b_fails_once), EDGES, lease_seconds=LEASE_SECONDS)
+            shutil.copytree(template / ".etl-craft", project / ".etl-craft")
+            return project
+        copy = pg.create(template=database)
+        request.addfinalizer(lambda: pg.drop(copy))
+        return write_project(root, pg.url_for(copy), _flow(b_fails_once), EDGES, lease_seconds=LEASE_SECONDS)
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +169,7 @@ class Expected:
 DONE = {"a": ("SUCCESS", 1), "b": ("SUCCESS", 1)}
 B_BY_HAND = {"a": ("SUCCESS", 1), "b": ("SUCCESS", 0)}
 B_FAILED = {"a": ("SUCCESS", 1), "b": ("FAILED", 1)}
+B_MARKED_FAILED = {"a": ("SUCCESS", 1), "b": ("FAILED", 0)}
 
 # operation -> point -> what it leads to. Points: "before" (the run was created and admitted, no task started),
 # "running" (a live supervisor's task a is held), "between" (a ended by `run --task_code a`, b has not run),
@@ -178,10 +182,12 @@ MATRIX: dict[str, dict[str, Expected]] = {
         "between": Expected(0, 0, "SUCCESS", B_BY_HAND, ("mark",)),
         "after": Expected(0, 0, "SUCCESS", DONE, ("mark",)),
     },
-    # mark b FAILED where it differs from SUCCESS (before and between it is the same request on the same state): with
-    # a live supervisor, and on an ended run. The run ends FAILED from its task runs (exit 9), a still runs.
+    # mark b FAILED: b never runs, a still does, and the run ends FAILED from its task runs (exit 9); after the end,
+    # the mark reopens the run and it ends FAILED.
     "mark_failed": {
-        "running": Expected(0, 9, "FAILED", {"a": ("SUCCESS", 1), "b": ("FAILED", 0)}, ("mark",)),
+        "before": Expected(0, 9, "FAILED", B_MARKED_FAILED, ("mark",)),
+        "running": Expected(0, 9, "FAILED", B_MARKED_FAILED, ("mark",)),
+        "between": Expected(0, 9, "FAILED", B_MARKED_FAILED, ("mark",)),
         "after": Expected(0, 9, "FAILED", {"a": ("SUCCESS", 1), "b": ("FAILED", 1)}, ("mark",)),
     },
     # cancel --run-id 1: without a live attempt the run is CANCELLED at once and nothing more runs in it (24); with
@@ -197,21 +203,21 @@ MATRIX: dict[str, dict[str, Expected]] = {
     "pause": {
         "before": Expected(0, 25, "SUCCESS", DONE, ("pause", "resume")),
         "running": Expected(0, 25, "SUCCESS", DONE, ("pause", "resume")),
+        "between": Expected(0, 25, "SUCCESS", DONE, ("pause", "resume")),
         "after": Expected(0, 24, "SUCCESS", DONE, ("pause", "resume")),
     },
-    # run --rerun b: refused (24, recording nothing) until b has FAILED (before and between b has not run either, as
-    # while running); the run then ends FAILED as b fails once. After that end, --rerun b reopens the run, b succeeds
-    # and the run ends SUCCESS.
+    # run --rerun b: refused (24, recording nothing) until b has FAILED; the run then ends FAILED as b fails once.
+    # After that end, --rerun b reopens the run, b succeeds and the run ends SUCCESS.
     "rerun": {
+        "before": Expected(24, 9, "FAILED", B_FAILED, ()),
         "running": Expected(24, 9, "FAILED", B_FAILED, ()),
+        "between": Expected(24, 9, "FAILED", B_FAILED, ()),
         "after": Expected(0, 24, "SUCCESS", {"a": ("SUCCESS", 1), "b": ("SUCCESS", 2)}, ("run --rerun",)),
     },
 }
-# Every case on SQLite; on PostgreSQL the live-supervisor point of the operations that act on a running task (the
-# suite's time budget keeps the rest to SQLite: the Engine DB functions are the same on both, see tests/sql).
-CASES = [pytest.param("sqlite", op, point, id=f"sqlite-{op}-{point}") for op in MATRIX for point in MATRIX[op]] + [
-    pytest.param("postgresql", op, "running", id=f"postgresql-{op}-running", marks=pytest.mark.postgres)
-    for op in ("mark_failed", "cancel", "pause")]
+CASES = [pytest.param(dialect, op, point, id=f"{dialect}-{op}-{point}",
+                      marks=[pytest.mark.postgres] if dialect == "postgresql" else [])
+         for dialect in ("sqlite", "postgresql") for op in MATRIX for point in MATRIX[op]]
 
 
 class LiveRun:
@@ -254,7 +260,7 @@ class LiveRun:
 def test_operator_control_at_each_point_of_a_live_run(
         request: pytest.FixtureRequest, tmp_path: Path, projects: Projects, dialect: str, op: str, point: str) -> None:
     expected = MATRIX[op][point]
-    project = projects.new(tmp_path / "p", _engine_url(request, dialect), b_fails_once=op == "rerun")
+    project = projects.new(tmp_path / "p", dialect, op == "rerun", request)
     live = LiveRun(project, point, tmp_path / "run.log", b_fails_once=op == "rerun")
     try:
         live.reach()
@@ -361,9 +367,7 @@ def _check_details(project: Path, op: str, point: str, final: dict[str, Any]) ->
 
 # --- backfills and manual runs interleaved (B7) ------------------------------------------------------------------
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def engine_url(request: pytest.FixtureRequest) -> str | None:
-    return _engine_url(request, request.param)
+DIALECTS = pytest.mark.parametrize("dialect", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 
 
 def _resume_command(said: str) -> list[str]:
@@ -372,9 +376,10 @@ def _resume_command(said: str) -> list[str]:
     return shlex.split(line.split("resume with: etl-craft ", 1)[1])
 
 
+@DIALECTS
 def test_a_held_backfill_refuses_a_plain_run__a_manual_run_queued_meanwhile_stops_it__its_resume_command_finishes(
-        tmp_path: Path, projects: Projects, engine_url: str | None) -> None:
-    project = projects.new(tmp_path / "p", engine_url, b_fails_once=False)
+        request: pytest.FixtureRequest, tmp_path: Path, projects: Projects, dialect: str) -> None:
+    project = projects.new(tmp_path / "p", dialect, False, request)
     backfill = start_etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-03", "--reason",
                                "orders source repaired", cwd=project, log=tmp_path / "backfill.log")
     try:
@@ -412,9 +417,10 @@ def test_a_held_backfill_refuses_a_plain_run__a_manual_run_queued_meanwhile_stop
     _no_survivors(project)
 
 
+@DIALECTS
 def test_a_manual_run_going_when_a_backfill_starts__the_backfill_stops_before_its_first_date__then_resumes(
-        tmp_path: Path, projects: Projects) -> None:
-    project = projects.new(tmp_path / "p", None, b_fails_once=False)  # SQLite: the PostgreSQL path is the test above
+        request: pytest.FixtureRequest, tmp_path: Path, projects: Projects, dialect: str) -> None:
+    project = projects.new(tmp_path / "p", dialect, False, request)
     manual = start_etl_craft("run", "--pipeline_code", "flow", "--run-key", "manual-1", cwd=project,
                              log=tmp_path / "manual.log")
     try:

@@ -137,8 +137,9 @@ def test_a_pipeline_gate_waits_for_its_running_upstream__the_run_is_admitted_onc
 
 
 def test_an_upstream_repaired_while_the_downstream_gate_waits__the_downstream_consumes_the_repaired_revision(
-        tmp_path: Path) -> None:
-    project = write_project(tmp_path / "p", None, {"up": [Task("u", {"hold": "up"})], "down": [Task("report")]}, [])
+        tmp_path: Path, engine_url: str | None) -> None:
+    project = write_project(tmp_path / "p", engine_url,
+                            {"up": [Task("u", {"hold": "up"})], "down": [Task("report")]}, [])
     (project / "migrations" / "0002_gate.sql").write_text(
         "INSERT INTO CFG_PIPELINE_DEPENDENCY (PIPELINE_ID, DEPENDS_ON_PIPELINE_ID, DEPENDENCY_TYPE, CONSUME_REPAIRS)"
         " SELECT d.PIPELINE_ID, u.PIPELINE_ID, 'SUCCESS', 'Y' FROM CFG_PIPELINES d, CFG_PIPELINES u"

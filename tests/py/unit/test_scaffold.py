@@ -13,6 +13,7 @@ import pytest
 
 from etlcraft.config.loader import load_config
 from etlcraft.core.errors import UsageError
+from etlcraft.services import scaffold as scaffold_module
 from etlcraft.services.scaffold import project_code_for, scaffold
 
 FILES = {
@@ -68,6 +69,19 @@ def test_scaffold_creates_the_files_and_folders(tmp_path: Path) -> None:
                                                                                  "ingest_orders.py"]
     assert list((project / "tests").iterdir()) == []
     assert not (project / ".env").exists()
+
+
+def test_byte_compiled_scaffold_scripts_are_not_copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip byte-compiles every .py of the wheel it installs, the scaffold's scripts too: init skips __pycache__."""
+    source = tmp_path / "scaffold"
+    shutil.copytree(scaffold_module._SOURCE, source, ignore=shutil.ignore_patterns("__pycache__"))
+    (source / "ingestion_scripts" / "__pycache__").mkdir()
+    (source / "ingestion_scripts" / "__pycache__" / "ingest_orders.cpython-311.pyc").write_bytes(b"\xa7\r\r\n\0")
+    monkeypatch.setattr(scaffold_module, "_SOURCE", source)
+    project = tmp_path / "shop"
+    report = scaffold(project)
+    assert set(report.created) == FILES
+    assert tree(project) == FILES | FOLDERS
 
 
 @pytest.mark.parametrize("migration", ["0001_shop_ingest.sql", "0002_customer_orders.sql"])
