@@ -203,6 +203,20 @@ class EngineDB:
             yield conn
 
     @contextlib.contextmanager
+    def single_statement(self, conn: sa.Connection) -> Iterator[None]:
+        """PostgreSQL: the block sends one statement that is its own transaction (a write-API function, which marks
+        itself with its actor): the driver is in autocommit for it, so no BEGIN and COMMIT round trips. The
+        connection must not be in a transaction. SIGTERM and SIGHUP wait for its end."""
+        driver = conn.connection.driver_connection
+        assert driver is not None and self.is_postgres
+        with holding_stops(), self._mapped_errors(None):
+            driver.autocommit = True
+            try:
+                yield
+            finally:
+                driver.autocommit = False
+
+    @contextlib.contextmanager
     def transaction(self, conn: sa.Connection, actor: Actor | None = None, *, mark: bool = True) -> Iterator[None]:
         """A marked write transaction on a connection the caller keeps open (a worker's loop). SIGTERM and SIGHUP
         wait for its end (etlcraft.core.stops)."""

@@ -36,8 +36,12 @@ def json_image(columns: Sequence[str], alias: str, overrides: Mapping[str, str] 
 
 @cache
 def environment() -> jinja2.Environment:
+    # Compiling the templates is most of what rendering costs (about half a second per process: migrate, and every
+    # SQLite Engine DB process, whose functions are rendered statements). Jinja keeps the compiled code in a folder
+    # of the user's own in the system's temporary directory, keyed by each template's source checksum.
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(sql_dir())),
+        bytecode_cache=jinja2.FileSystemBytecodeCache(),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.errors import NotFoundError, StaleTransitionError
 from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_on
@@ -95,3 +96,24 @@ def test_b23_two_create_run_for_one_key_at_once_create_one_run(pg_url: str) -> N
         racer.join(timeout=30)
     assert {run_id for run_id, _ in results} == {results[0][0]}, "both callers got the same run"
     assert sorted(created for _, created in results) == [False, True], "exactly one created it"
+
+
+def test_a_call_sent_as_its_own_transaction__a_refusal_raises_its_error__changes_nothing__the_connection_goes_on(
+        pg_url: str) -> None:
+    """Unpinned, call() and call_on() send one function call as its own transaction (the driver in autocommit, no
+    BEGIN and COMMIT): a refusal still raises its error class and leaves the connection ready for the next call."""
+    _seed_queue(pg_url, 1)
+    db = EngineDB(pg_url)
+    with acting_as(WORKER):
+        with pytest.raises(StaleTransitionError, match="attempt 1 is QUEUED"):
+            call(db, "finish_attempt", attempt_id=1, owner_id="w1", status="SUCCESS")
+        with db.engine.connect() as conn:
+            with pytest.raises(NotFoundError, match="attempt 999 does not exist"):
+                call_on(db, conn, "finish_attempt", attempt_id=999, owner_id="w1", status="SUCCESS")
+            driver = conn.connection.driver_connection
+            assert driver is not None and driver.autocommit is False and not conn.in_transaction()
+            claimed = call_on(db, conn, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id="w1")
+            assert [c.attempt_id for c in claimed] == [1]
+            done = call_on(db, conn, "finish_attempt", attempt_id=1, owner_id="w1", status="SUCCESS", rows_written=4)
+            assert (done[0].status, done[0].task_run_status) == ("SUCCESS", "SUCCESS")
+    db.dispose()

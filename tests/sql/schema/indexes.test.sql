@@ -1,5 +1,5 @@
--- Proves every index the engine migrations (0001, 0003, 0005) name exists on its table with its columns, uniqueness and
--- partial predicate, and that the unique ones refuse what they must (a second live attempt of a task run, a second run
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006) name exists on its table with its columns,
+-- uniqueness and partial predicate, and that the unique ones refuse what they must (a second live attempt of a task run, a second run
 -- with the same (PIPELINE_ID, RUN_KEY), a second open pause, a second open gate wait, duplicate active codes, ...)
 -- while allowing what they must not refuse.
 BEGIN;
@@ -36,7 +36,7 @@ INSERT INTO expected_indexes VALUES
   ('aud_task_attempts', 'ix_attempts_lease', ARRAY['status', 'lease_expires_at'], false, NULL),
   ('aud_task_attempts', 'ix_attempts_queue', ARRAY['pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
    '((status)::text = ''QUEUED''::text)'),
-  ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id'], false,
+  ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id', 'attempt_id'], false,
    '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
   ('aud_pipelines_run_log', 'ux_one_running_run', ARRAY['pipeline_id'], true,
    '((status)::text = ''IN-PROGRESS''::text)'),
