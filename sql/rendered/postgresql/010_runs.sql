@@ -32,7 +32,8 @@ CREATE FUNCTION etl_craft.create_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -97,7 +98,8 @@ CREATE FUNCTION etl_craft.start_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, owner_id text, lease_expires_at timestamptz)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -152,7 +154,8 @@ CREATE FUNCTION etl_craft.finish_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -207,7 +210,8 @@ CREATE FUNCTION etl_craft.cancel_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, live_attempts bigint)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -282,7 +286,8 @@ CREATE FUNCTION etl_craft.reopen_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, output_revision integer, repair_pending boolean)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -344,7 +349,8 @@ CREATE FUNCTION etl_craft.mark_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, output_revision integer)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -32,7 +32,8 @@ CREATE FUNCTION etl_craft.skip_task_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_run_id bigint, status text, created boolean)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -119,7 +120,8 @@ CREATE FUNCTION etl_craft.mark_task_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_run_id bigint, status text, run_status text)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -39,6 +39,7 @@ CREATE FUNCTION etl_craft.claim_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number integer, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -134,6 +135,7 @@ CREATE FUNCTION etl_craft.start_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -212,6 +214,7 @@ CREATE FUNCTION etl_craft.finish_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, status text, task_run_status text, attempt_count integer)
 LANGUAGE plpgsql
+SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -313,7 +316,8 @@ CREATE FUNCTION etl_craft.time_out_attempt(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -378,7 +382,8 @@ CREATE FUNCTION etl_craft.cancel_attempt(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, cancel_requested_at timestamptz)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -454,7 +459,8 @@ CREATE FUNCTION etl_craft.lose_attempt(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -36,6 +36,7 @@ CREATE FUNCTION etl_craft.renew_lease(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (kind text, id bigint, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -110,7 +111,8 @@ CREATE FUNCTION etl_craft.release_run(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, released boolean)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -166,7 +168,8 @@ CREATE FUNCTION etl_craft.reconcile_expired(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, owner_id text, task_run_status text)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -36,7 +36,8 @@ CREATE FUNCTION etl_craft.ready_tasks(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, task_code text, decision text, reason text)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft.clock_now();

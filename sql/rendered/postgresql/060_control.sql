@@ -27,7 +27,8 @@ CREATE FUNCTION etl_craft.pause_pipeline(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pause_id bigint, paused_at timestamptz)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -81,7 +82,8 @@ CREATE FUNCTION etl_craft.resume_pipeline(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pause_id bigint, resumed_at timestamptz)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -140,7 +142,8 @@ CREATE FUNCTION etl_craft.record_action(
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (action_id bigint)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -13,21 +13,13 @@ import sqlalchemy as sa
 
 from etlcraft.config.loader import load_config
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
+from tests.py.support.attempts import WRITTEN
 
 LIVE_ATTEMPT = ("QUEUED", "CLAIMED", "RUNNING")
 ENDED_TASK_RUN = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
 ENDED_RUN = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
 #: The task-run status an ended attempt reads as (sql/state_machine.yaml, ATTEMPT summary).
 SUMMARY = {"SUCCESS": "SUCCESS", "FAILED": "FAILED", "TIMED_OUT": "FAILED", "LOST": "FAILED", "CANCELLED": "CANCELLED"}
-#: Every table an attempt's path writes, with the column that orders a snapshot.
-WRITTEN = {
-    "AUD_PIPELINES_RUN_LOG": "PIPELINE_RUN_ID",
-    "AUD_TASK_RUN_LOG": "TASK_RUN_ID",
-    "AUD_TASK_ATTEMPTS": "ATTEMPT_ID",
-    "AUD_TASK_OFFSETS": "TASK_ID",
-    "AUD_DEPENDENCY_CONSUMPTION": "CONSUMPTION_ID",
-    "AUD_RUN_INTERVENTIONS": "INTERVENTION_ID",
-}
 
 
 @contextmanager
