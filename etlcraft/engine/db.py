@@ -140,7 +140,9 @@ class EngineDB:
         if backend == "postgresql":
             self.engine = sa.create_engine(
                 parsed.set(drivername="postgresql+psycopg"),
-                connect_args={"options": f"-c search_path={schema}"},
+                # jit off: the Engine DB's statements read and write a few rows by index, and on large tables their
+                # estimates cross jit_above_cost, which costs tens of milliseconds of compilation per statement.
+                connect_args={"options": f"-c search_path={schema} -c jit=off"},
                 pool_pre_ping=True,
             )
         else:
