@@ -27,9 +27,9 @@ from etlcraft.core.faults import POINTS
 from tests.py.conftest import PgServer
 from tests.py.support.cli import etl_craft, start_etl_craft
 from tests.py.support.engine_state import attempt, engine_db, inconsistencies, runs, task_runs
-from tests.py.support.project import Task, write_project
+from tests.py.support.project import MARK, Task, write_project
 
-FAULT_SCRIPT = '''
+FAULT_SCRIPT = MARK + '''
 import os
 import time
 
@@ -40,7 +40,7 @@ def run(task):
     marks = task.project_dir / "marks"
     marks.mkdir(exist_ok=True)
     first = not any(marks.glob(f"{task.task_code}.*.start"))  # the first attempt that reaches the script
-    (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()}")
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
     if first and task.input_params.get("first_attempt") == "crash":
         os._exit(70)  # ends without recording an outcome
     if first and task.input_params.get("first_attempt") == "hang":

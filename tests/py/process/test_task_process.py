@@ -26,11 +26,11 @@ from etlcraft.supervisor.child import ChildRequest
 from tests.py.support.attempts import OWNER, Attempts
 from tests.py.support.cli import descendants, descendants_alive, etl_craft, start_etl_craft
 from tests.py.support.engine_state import attempt, attempts, engine_db, inconsistencies, offsets, runs, snapshot
-from tests.py.support.project import Task, wait_for, write_project
+from tests.py.support.project import MARK, Task, wait_for, write_project
 
 LEASE_SECONDS = 5
 
-ZOMBIE_SCRIPT = '''
+ZOMBIE_SCRIPT = MARK + '''
 import os
 import signal
 import time
@@ -42,16 +42,16 @@ def run(task):
     marks = task.project_dir / "marks"
     marks.mkdir(exist_ok=True)
     first = not any(marks.glob(f"{task.task_code}.*.start"))
-    (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()}")
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
     if first:  # outlives its parent and the reconciliation that marks its attempt LOST, until the test lets it go
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         while not (marks / "release").exists():
             time.sleep(0.05)
-    (marks / f"{task.task_code}.{task.attempt_id}.end").write_text(str(time.time()))
+    mark(marks / f"{task.task_code}.{task.attempt_id}.end", str(time.time()))
     return ScriptResult(row_count=100 + task.attempt_id, offset=task.attempt_id)
 '''
 
-STOP_SCRIPT = '''
+STOP_SCRIPT = MARK + '''
 import os
 import subprocess
 import time
@@ -64,7 +64,7 @@ def run(task):
     marks.mkdir(exist_ok=True)
     earlier = any(marks.glob(f"{task.task_code}.*.start"))
     helper = subprocess.Popen(["sleep", "120"])  # in the task process's group: it must not outlive the attempt
-    (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()} {helper.pid}")
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()} {helper.pid}")
     print(f"{task.task_code} working", flush=True)
     if task.input_params.get("fail_first") and not earlier:
         raise RuntimeError(f"{task.task_code} fails its first attempt")
@@ -72,7 +72,7 @@ def run(task):
     return ScriptResult(row_count=1)
 '''
 
-TALK_SCRIPT = '''
+TALK_SCRIPT = MARK + '''
 import logging
 import os
 import subprocess
@@ -96,12 +96,12 @@ def run(task):
         print(params["partial"], end="")
     marks = task.project_dir / "marks"
     marks.mkdir(exist_ok=True)
-    (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()}")
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
     time.sleep(float(params.get("seconds", 0)))
     return ScriptResult(row_count=1)
 '''
 
-LINGER_SCRIPT = '''
+LINGER_SCRIPT = MARK + '''
 import atexit
 import os
 import threading
@@ -120,7 +120,7 @@ def run(task):
 
     threading.Thread(target=upload, name="slow-uploader").start()  # not a daemon: it would hold the process
     atexit.register(lambda: (marks / "atexit.ran").write_text("the task process ran its atexit hooks"))
-    (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()}")
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
     return ScriptResult(row_count=1)
 '''
 

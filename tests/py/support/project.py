@@ -9,7 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-WORK_SCRIPT = '''
+#: The top of every test task script: mark(path, text) writes a mark whole (beside marks/, then renamed into it), so a
+#: test that sees marks/<task>.<attempt>.start can read the pid it holds.
+MARK = '''
+import os as _os
+
+
+def mark(path, text):
+    partial = path.parent.parent / f".{path.name}.{_os.getpid()}.partial"
+    partial.write_text(text)
+    _os.replace(partial, path)
+'''
+
+WORK_SCRIPT = MARK + '''
 import os
 import time
 
@@ -21,14 +33,14 @@ def run(task: ScriptTask) -> ScriptResult:
     marks = task.project_dir / "marks"
     marks.mkdir(exist_ok=True)
     again = any(marks.glob(f"{task.task_code}.*.start"))  # with "once", only the first attempt takes its time
-    (marks / f"{task.task_code}.{task.attempt_id}.start").write_text(f"{time.time()} {os.getpid()}")
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
     print(f"{task.task_code} working (attempt {task.attempt_id}, last offset {task.last_offset})", flush=True)
     if params.get("hold"):  # wait until the test releases it: no race with how fast the machine is today
         deadline = time.time() + 120
         while not (task.project_dir / "holds" / params["hold"]).exists() and time.time() < deadline:
             time.sleep(0.05)
     time.sleep(0 if again and params.get("once") else float(params.get("seconds", 0)))
-    (marks / f"{task.task_code}.{task.attempt_id}.end").write_text(str(time.time()))
+    mark(marks / f"{task.task_code}.{task.attempt_id}.end", str(time.time()))
     if params.get("fail"):
         raise RuntimeError(f"{task.task_code} was told to fail")
     if len(list(marks.glob(f"{task.task_code}.*.start"))) <= int(params.get("fail_times", 0)):
