@@ -205,16 +205,20 @@ class EngineDB:
             yield conn
 
     @contextlib.contextmanager
-    def single_statement(self, conn: sa.Connection) -> Iterator[None]:
+    def single_statement(self, conn: sa.Connection | None = None) -> Iterator[sa.Connection]:
         """PostgreSQL: the block sends one statement that is its own transaction (a write-API function, which marks
-        itself with its actor): the driver is in autocommit for it, so no BEGIN and COMMIT round trips. The
-        connection must not be in a transaction. SIGTERM and SIGHUP wait for its end."""
-        driver = conn.connection.driver_connection
-        assert driver is not None and self.is_postgres
-        with holding_stops(), self._mapped_errors(None):
+        itself with its actor), on `conn` (not in a transaction) or on a connection of the pool: the driver is in
+        autocommit for it, so no BEGIN and COMMIT round trips. Errors, connecting included, are mapped as in
+        write(); SIGTERM and SIGHUP wait for its end."""
+        assert self.is_postgres
+        with holding_stops(), self._mapped_errors(None), contextlib.ExitStack() as stack:
+            if conn is None:
+                conn = stack.enter_context(self.engine.connect())
+            driver = conn.connection.driver_connection
+            assert driver is not None
             driver.autocommit = True
             try:
-                yield
+                yield conn
             finally:
                 driver.autocommit = False
 

@@ -113,8 +113,7 @@ def function_specs(dialect: str) -> dict[str, FunctionSpec]:
 def call(db: EngineDB, name: str, /, **arguments: Any) -> list[Any]:
     """Call the write-API function `name` in its own transaction, as the current actor; typed rows back."""
     if _alone(db):
-        with db.engine.connect() as conn:
-            return _call_alone(db, conn, name, arguments)
+        return _call_alone(db, None, name, arguments)
     with db.write(mark=False) as conn:
         return call_in(db, conn, name, **arguments)
 
@@ -140,10 +139,10 @@ def _alone(db: EngineDB) -> bool:
     return db.is_postgres and db.clock.pinned is None
 
 
-def _call_alone(db: EngineDB, conn: sa.Connection, name: str, arguments: Mapping[str, Any]) -> list[Any]:
+def _call_alone(db: EngineDB, conn: sa.Connection | None, name: str, arguments: Mapping[str, Any]) -> list[Any]:
     spec = _checked(db, name, arguments)
-    with db.single_statement(conn):
-        rows = _call_postgres(db, conn, spec, arguments)
+    with db.single_statement(conn) as statement_conn:
+        rows = _call_postgres(db, statement_conn, spec, arguments)
     return _typed_rows(spec, rows)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from etlcraft.core.actor import Actor, acting_as
-from etlcraft.core.errors import NotFoundError, StaleTransitionError
+from etlcraft.core.errors import EngineDbError, NotFoundError, StaleTransitionError
 from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_on
@@ -44,4 +44,13 @@ def test_engine_db_sessions_run_without_jit(pg_url: str) -> None:
     with db.read() as conn:
         assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
         assert conn.exec_driver_sql("SHOW search_path").scalar() == "etl_craft"
+    db.dispose()
+
+
+def test_a_call_to_an_engine_db_that_cannot_be_reached_names_it_and_the_remedy() -> None:
+    """Connecting is part of the call: an unreachable server is etl-craft's EngineDbError, not a driver error."""
+    db = EngineDB("postgresql://nobody@127.0.0.1:1/nowhere")
+    with acting_as(WORKER), pytest.raises(EngineDbError, match=r"(?s)cannot reach the Engine DB at postgresql://nobody@"
+                                                               r"127\.0\.0\.1:1/nowhere: .*check Engine"):
+        call(db, "pause_pipeline", pipeline_id=1, reason="maintenance")
     db.dispose()
