@@ -115,12 +115,13 @@ class Projects:
         self.templates: dict[tuple[str, bool], tuple[Path, str | None]] = {}
 
     def _template(self, pg: PgServer | None, b_fails_once: bool) -> tuple[Path, str | None]:
+        """The migrated template project of this dialect and shape, and its PostgreSQL database (None on SQLite)."""
         dialect = "sqlite" if pg is None else "postgresql"
         if (dialect, b_fails_once) not in self.templates:
-            database = None if pg is None else pg.create()
-            template = write_project(self.root / f"template-{dialect}-{b_fails_once}",
-                                     None if pg is None or database is None else pg.url_for(database),
-                                     _flow(b_fails_once), EDGES, lease_seconds=LEASE_SECONDS)
+            database = pg.create() if pg is not None else None
+            url = pg.url_for(database) if pg is not None and database is not None else None
+            template = write_project(self.root / f"template-{dialect}-{b_fails_once}", url, _flow(b_fails_once),
+                                     EDGES, lease_seconds=LEASE_SECONDS)
             _ok(etl_craft("migrate", cwd=template))
             self.templates[dialect, b_fails_once] = template, database
         return self.templates[dialect, b_fails_once]
@@ -128,7 +129,7 @@ class Projects:
     def new(self, root: Path, dialect: str, b_fails_once: bool, request: pytest.FixtureRequest) -> Path:
         pg = cast(PgServer, request.getfixturevalue("pg_server")) if dialect == "postgresql" else None
         template, database = self._template(pg, b_fails_once)
-        if pg is None or database is None:
+        if pg is None or database is None:  # SQLite: the project's own Engine DB file
             project = write_project(root, None, _flow(b_fails_once), EDGES, lease_seconds=LEASE_SECONDS)
             shutil.copytree(template / ".etl-craft", project / ".etl-craft")
             return project
