@@ -3,7 +3,9 @@
 For 1, 4 and 8 worker processes, each path drains the same number of queued attempts (every attempt claimed
 with FOR UPDATE SKIP LOCKED, then finished with its task-run summary, both guarded and audited by the same
 triggers). Prints attempts per second per path and the ratio function/raw, measured in this one run, then the
-function path again with each claim_attempt taking up to 8 attempts (a worker with 8 free slots).
+function path again with each claim_attempt taking up to 8 attempts (a worker with 8 free slots), and last the
+machine's reference: a minimal PL/pgSQL claim (SKIP LOCKED) and guarded finish on a bare queue table (a primary
+key and a partial queue index; no summary row, audit or triggers), with the function path's share of it.
 
     python bench/claims.py [--attempts 2000] [--processes 1,4,8]
 
@@ -57,6 +59,32 @@ UPDATE etl_craft.aud_task_run_log SET status = 'SUCCESS', end_date = now(), rows
 """
 
 
+# The reference: the least a claim + guarded finish costs on this machine, whatever the schema.
+MINIMAL_SCHEMA = """
+CREATE SCHEMA bench_minimal;
+CREATE TABLE bench_minimal.queue (
+  attempt_id bigint PRIMARY KEY, status text NOT NULL, owner_id text, claimed_at timestamptz, ended_at timestamptz);
+CREATE INDEX ix_minimal_queue ON bench_minimal.queue (attempt_id) WHERE status = 'QUEUED';
+CREATE FUNCTION bench_minimal.claim(p_owner text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v bigint;
+BEGIN
+  UPDATE bench_minimal.queue SET status = 'CLAIMED', owner_id = p_owner, claimed_at = now()
+   WHERE attempt_id = (SELECT attempt_id FROM bench_minimal.queue WHERE status = 'QUEUED'
+                        ORDER BY attempt_id FOR UPDATE SKIP LOCKED LIMIT 1)
+  RETURNING attempt_id INTO v;
+  RETURN v;
+END $$;
+CREATE FUNCTION bench_minimal.finish(p_id bigint, p_owner text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE bench_minimal.queue SET status = 'SUCCESS', ended_at = now()
+   WHERE attempt_id = p_id AND status = 'CLAIMED' AND owner_id = p_owner;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'attempt % is not CLAIMED by %', p_id, p_owner;
+  END IF;
+END $$;
+"""
+
+
 def _dsn(name: str) -> str:
     return make_url(ADMIN).set(database=name).render_as_string(hide_password=False)
 
@@ -88,6 +116,28 @@ def _seed(dsn: str, attempts: int) -> None:
              WHERE pipeline_run_id = %(run)s""", {"run": run[0]})
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE etl_craft.aud_task_attempts")
+
+
+def _seed_minimal(dsn: str, attempts: int) -> None:
+    with psycopg.connect(dsn) as conn:
+        conn.execute("TRUNCATE bench_minimal.queue")
+        conn.execute("INSERT INTO bench_minimal.queue (attempt_id, status) SELECT g, 'QUEUED'"
+                     " FROM generate_series(1, %(n)s) g", {"n": attempts})
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE bench_minimal.queue")
+
+
+def _minimal_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None:  # type: ignore[type-arg]
+    count = 0
+    with psycopg.connect(dsn, autocommit=True) as conn:  # one statement per call, as etl-craft's caller sends them
+        start.wait()
+        while True:
+            claimed = conn.execute("SELECT bench_minimal.claim(%s)", (owner,), prepare=True).fetchone()
+            if claimed is None or claimed[0] is None:
+                break
+            conn.execute("SELECT bench_minimal.finish(%s, %s)", (claimed[0], owner), prepare=True)
+            count += 1
+    done.put(count)
 
 
 def _raw_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -136,8 +186,12 @@ def _batched_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> 
 
 
 def _measure(path: str, dsn: str, processes: int, attempts: int) -> float:
-    _seed(dsn, attempts)
-    target = {"raw": _raw_worker, "functions": _function_worker, "batched": _batched_worker}[path]
+    if path == "minimal":
+        _seed_minimal(dsn, attempts)
+    else:
+        _seed(dsn, attempts)
+    target = {"raw": _raw_worker, "functions": _function_worker, "batched": _batched_worker,
+              "minimal": _minimal_worker}[path]
     start, done = mp.Barrier(processes + 1), mp.Queue()
     workers = [mp.Process(target=target, args=(dsn, f"{path}-{i}-{uuid.uuid4().hex[:6]}", start, done))
                for i in range(processes)]
@@ -174,15 +228,18 @@ def main() -> None:
             conn.execute("SELECT set_config('etl_craft.actor', 'bench', true)")
             conn.execute("INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('bench')")
             conn.execute("INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code) VALUES (1, 'bench')")
+            conn.execute(MINIMAL_SCHEMA)
         print(f"claim + finish of {args.attempts} attempts per measurement, PostgreSQL, this machine "
               f"({os.cpu_count()} cores)")
-        print(f"{'processes':>9}  {'raw/s':>8}  {'functions/s':>11}  {'ratio':>6}  {f'claims of {BATCH}/s':>15}")
+        print(f"{'processes':>9}  {'raw/s':>8}  {'functions/s':>11}  {'ratio':>6}  {f'claims of {BATCH}/s':>15}"
+              f"  {'minimal/s':>9}  {'functions/minimal':>17}")
         for processes in (int(p) for p in args.processes.split(",")):
             raw = _measure("raw", dsn, processes, args.attempts)
             functions = _measure("functions", dsn, processes, args.attempts)
             batched = _measure("batched", dsn, processes, args.attempts)
-            print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {functions / raw:>6.2f}  {batched:>15.0f}",
-                  flush=True)
+            minimal = _measure("minimal", dsn, processes, args.attempts)
+            print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {functions / raw:>6.2f}  {batched:>15.0f}"
+                  f"  {minimal:>9.0f}  {functions / minimal:>17.2f}", flush=True)
     finally:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
