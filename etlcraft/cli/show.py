@@ -33,6 +33,8 @@ def _task_json(t: TaskView, detail: PipelineDetail) -> dict[str, Any]:
     return {"code": t.code, "name": t.name, "handler": t.handler, "action": t.action, "target": t.target,
             "sql_file": t.sql_file, "script_file": t.script_file, "run_condition": t.run_condition,
             "parameters": {p.name: p.value for p in t.parameters},
+            "rules": [{"code": r.code, "type": r.rule_type, "key_column": r.key_column, "rule_sql": r.rule_sql}
+                      for r in detail.rules if r.task_id == t.task_id],
             "depends_on": [_edge_json(e) for e in detail.edges if e.task_id == t.task_id]}
 
 
@@ -75,6 +77,8 @@ def detail_text(d: PipelineDetail) -> str:
             if t.script_file else ""
         lines.append(f"  {t.code}: {kind}{target}" + (f" from {source}" if source else ""))
         lines += [f"    {prm.name} = {prm.value}" for prm in t.parameters]
+        lines += [f"    rule {r.code} ({r.rule_type}, key {r.key_column}): " + " ".join(r.rule_sql.split())
+                  for r in d.rules if r.task_id == t.task_id]
         ups = [_upstream_text(e, p.code) for e in d.edges if e.task_id == t.task_id]
         if ups:
             lines.append(f"    waits for ({t.run_condition}): " + ", ".join(ups))

@@ -83,8 +83,9 @@ class InjectedFaultError(EtlCraftError):
 
 
 class SqlGuardError(EtlCraftError):
-    """A SQL task refused before its target was touched: the SELECT's rows or columns, the task's parameters or
-    the target's shape break a rule. Retrying cannot help; the message names the fix."""
+    """A warehouse task refused before it changed anything: a SQL task's SELECT rows or columns, parameters or
+    target shape break a rule, or a BUSINESS_RULES task's rules or table cannot be judged as configured.
+    Retrying cannot help; the message names the fix."""
 
     kind = "SQL_GUARD"
     retryable = False

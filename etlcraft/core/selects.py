@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
+from sqlglot.tokens import TokenType
 
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
 
@@ -220,3 +221,38 @@ def same_table(read: str, target: str, dialect: str) -> bool:
         target_parts = [default, *target_parts]
     width = min(len(read_parts), len(target_parts))
     return read_parts[-width:] == target_parts[-width:]
+
+
+def read_condition(sql: str, dialect: str, *, source: str = "the condition") -> str:
+    """Check that `sql` is one read-only condition on a row (a business rule: `amount >= 0 AND email LIKE '%@%'`),
+    tolerating a trailing semicolon and comments (B57); the condition's text. Raises SelectError otherwise."""
+    try:
+        statements = split_statements(sql, dialect, source=source)
+    except ValueError as exc:
+        raise SelectError("cannot be read: a quote or comment is not closed", "close it") from exc
+    if len(statements) != 1:
+        found = "holds no condition" if not statements else f"holds {len(statements)} statements"
+        raise SelectError(found, "write one condition that every valid row meets, such as amount >= 0")
+    text = statements[0].text
+    remedy = ("write one condition that every valid row meets, such as amount >= 0 (a subquery may read, nothing may "
+              "write)")
+    depth = 0
+    for token in sqlglot.Dialect.get_or_raise(SQLGLOT_DIALECTS[dialect]).tokenize(text):
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(token.token_type, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        raise SelectError("has a parenthesis that is not closed or closes one it did not open", remedy)
+    try:
+        with _fallbacks():
+            parsed = sqlglot.parse_one(f"SELECT 1 FROM etl_rule_rows WHERE (\n{text}\n)",
+                                       read=SQLGLOT_DIALECTS[dialect])
+    except ParseError as exc:
+        raise SelectError(f"is not a valid {dialect} condition", remedy) from exc
+    if not isinstance(parsed, exp.Select) or parsed.args.get("where") is None:
+        raise SelectError(f"is not a valid {dialect} condition", remedy)
+    try:
+        _refuse_writes(parsed)
+    except SelectError as exc:
+        raise SelectError(exc.found, remedy) from None
+    return text

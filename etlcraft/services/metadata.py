@@ -78,6 +78,18 @@ class TaskView:
 
 
 @dataclass(frozen=True)
+class RuleView:
+    """An active business rule (CFG_BUSINESS_RULES) of TASK_ID, a BUSINESS_RULES task."""
+
+    rule_id: int
+    task_id: int
+    code: str
+    rule_type: str
+    key_column: str
+    rule_sql: str
+
+
+@dataclass(frozen=True)
 class TaskEdge:
     """TASK waits for UPSTREAM (CFG_TASK_DEPENDENCY), in its own pipeline or across pipelines."""
 
@@ -120,6 +132,10 @@ class Metadata:
     tasks: tuple[TaskView, ...]
     task_edges: tuple[TaskEdge, ...]
     pipeline_edges: tuple[PipelineEdge, ...]
+    rules: tuple[RuleView, ...] = ()
+
+    def rules_of(self, task_id: int) -> tuple[RuleView, ...]:
+        return tuple(r for r in self.rules if r.task_id == task_id)
 
     def tasks_of(self, pipeline_id: int) -> tuple[TaskView, ...]:
         return tuple(t for t in self.tasks if t.pipeline_id == pipeline_id)
@@ -152,6 +168,8 @@ def load_metadata(db: EngineDB) -> Metadata:
                                 "migrate")
         raw = {name: fetch_all(db, conn, name) for name in
                ("projects", "pipelines", "tasks", "task_parameters", "task_dependencies", "pipeline_dependencies")}
+        raw["business_rules"] = (fetch_all(db, conn, "business_rules")
+                                 if table_exists(db, conn, "CFG_BUSINESS_RULES") else [])
     projects = tuple(ProjectView(r["project_id"], r["project_code"], r["project_name"], r["timezone"],
                                  r["default_pool"]) for r in raw["projects"])
     pipelines = tuple(
@@ -180,7 +198,9 @@ def load_metadata(db: EngineDB) -> Metadata:
                      r["depends_on_pipeline_id"], r["upstream_pipeline_code"], r["dependency_type"],
                      _flag(r["consume_repairs"]), _flag(r["upstream_active"]))
         for r in raw["pipeline_dependencies"] if r["pipeline_id"] in codes)
-    return Metadata(projects, pipelines, tasks, task_edges, pipeline_edges)
+    rules = tuple(RuleView(int(r["business_rule_id"]), int(r["task_id"]), r["rule_code"], r["rule_type"],
+                           r["key_column"], r["rule_sql"]) for r in raw["business_rules"] if r["task_id"] in by_id)
+    return Metadata(projects, pipelines, tasks, task_edges, pipeline_edges, rules)
 
 
 # -- list and show -------------------------------------------------------------------------------------------
@@ -200,6 +220,7 @@ class PipelineDetail:
     downstream_pipelines: tuple[PipelineEdge, ...]
     levels: tuple[tuple[str, ...], ...]  # task codes by dependency level (level 1 first)
     unleveled: tuple[str, ...]  # tasks on or after a dependency cycle (validate reports it)
+    rules: tuple[RuleView, ...] = ()  # the active business rules of its tasks
 
 
 def show_pipeline(db: EngineDB, code: str) -> PipelineDetail:
@@ -215,7 +236,7 @@ def show_pipeline(db: EngineDB, code: str) -> PipelineDetail:
         tuple(e for e in metadata.task_edges if e.upstream_pipeline_id == pipeline.pipeline_id and e.cross_pipeline),
         tuple(e for e in metadata.pipeline_edges if e.pipeline_id == pipeline.pipeline_id),
         tuple(e for e in metadata.pipeline_edges if e.upstream_pipeline_id == pipeline.pipeline_id),
-        levels, unleveled,
+        levels, unleveled, tuple(r for t in tasks for r in metadata.rules_of(t.task_id)),
     )
 
 

@@ -4,7 +4,7 @@ found, what was expected and the remedy. Reads only: nothing is written to the E
 Checks: codes; handler, action and file columns; task parameters (names, scope, values, required ones); edge
 types and run conditions; dependency cycles in a pipeline and across pipelines; schedules and time zones; one
 TABLE_FORMAT per target (B43); SQL files (one read-only SELECT, $$ tokens, output names: B12, B44, B45, B57);
-ingestion scripts.
+ingestion scripts; business rules (a BUSINESS_RULES task has rules, each RULE_SQL one condition: B57).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from etlcraft.core.selects import (
     SelectError,
     SelectShape,
     engine_managed_columns,
+    read_condition,
     read_select,
     same_table,
 )
@@ -90,7 +91,8 @@ def check_metadata(metadata: Metadata, project_dir: Path, warehouse_dialect: str
     found = [*_project_problems(metadata), *_pipeline_problems(metadata)]
     for task in metadata.tasks:
         if pipeline_code in (None, task.pipeline_code):
-            found += [*_task_problems(task), *_parameter_problems(task), *files.problems(task)]
+            found += [*_task_problems(task), *_parameter_problems(task), *files.problems(task),
+                      *_rule_problems(task, metadata, warehouse_dialect)]
     found += [*_edge_problems(metadata), *_cycle_problems(metadata), *_format_problems(metadata)]
     if pipeline_code is not None:
         found = [p for p in found if pipeline_code in p.pipelines]
@@ -200,9 +202,30 @@ def _file_column_problems(task: TaskView) -> Iterator[Problem]:
         elif task.handler != handler and value is not None:
             yield _task_problem(task, "file-not-applicable", f"{column} {value!r} is set on a {task.handler} task",
                                 value, f"{column} only on {handler} tasks", f"set {column} to NULL {_NEW_MIGRATION}")
-    if task.handler == "SQL" and not (task.target or "").strip():
+    if task.handler in ("SQL", "BUSINESS_RULES") and not (task.target or "").strip():
+        table = "the table the task writes" if task.handler == "SQL" else "the table the task's rules judge"
         yield _task_problem(task, "target-missing", "TARGET_OBJECT is not set", task.target,
-                            "the table the task writes (schema.table)", f"set TARGET_OBJECT {_NEW_MIGRATION}")
+                            f"{table} (schema.table)", f"set TARGET_OBJECT {_NEW_MIGRATION}")
+
+
+def _rule_problems(task: TaskView, metadata: Metadata, dialect: str) -> Iterator[Problem]:
+    rules = metadata.rules_of(task.task_id)
+    if task.handler == "BUSINESS_RULES" and not rules:
+        yield _task_problem(task, "rules-missing", "the task has no active rule", None,
+                            "at least one active row of CFG_BUSINESS_RULES with its TASK_ID",
+                            f"add its rules {_NEW_MIGRATION}, or switch the task off")
+    for rule in rules:
+        if task.handler != "BUSINESS_RULES":
+            yield _task_problem(task, "rule-not-applicable", f"rule {rule.code} belongs to a {task.handler} task",
+                                rule.code, "rules only on BUSINESS_RULES tasks",
+                                f"switch the rule off or move it to a BUSINESS_RULES task {_NEW_MIGRATION}")
+            continue
+        try:
+            read_condition(rule.rule_sql, dialect, source=f"rule {rule.code}")
+        except SelectError as exc:
+            yield _task_problem(task, "rule-sql-invalid", f"the RULE_SQL of rule {rule.code} {exc.found}",
+                                rule.rule_sql, "one condition that every valid row meets, such as amount >= 0 (a "
+                                "subquery may read, nothing may write)", f"correct RULE_SQL {_NEW_MIGRATION}")
 
 
 def _parameter_problems(task: TaskView) -> Iterator[Problem]:

@@ -138,7 +138,7 @@ def run_attempt(request: ChildRequest) -> int:
             context = _context(db, request)
             print(f"etl-craft: attempt {request.attempt_id} of task {context.task_code} "
                   f"(run {context.pipeline_run_id}) started", flush=True)
-            result = _dispatch(context, db)
+            result = _dispatch(context, db, request.owner_id)
             fault_point("handler_done")
         except StaleTransitionError as exc:
             print(f"etl-craft: {exc}", file=sys.stderr, flush=True)
@@ -166,7 +166,7 @@ def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
     )
 
 
-def _dispatch(context: TaskContext, db: EngineDB) -> HandlerResult:
+def _dispatch(context: TaskContext, db: EngineDB, owner_id: str) -> HandlerResult:
     if context.handler == "SQL":
         from etlcraft.handlers.sql import run_sql_task
 
@@ -175,9 +175,14 @@ def _dispatch(context: TaskContext, db: EngineDB) -> HandlerResult:
         from etlcraft.handlers.python_script import run_python_task
 
         return run_python_task(context)
+    if context.handler == "BUSINESS_RULES":
+        from etlcraft.handlers.business_rules import run_business_rules
+
+        return run_business_rules(context, engine_db=db, owner_id=owner_id)
     raise EtlCraftError(
         f"task {context.task_code} has HANDLER {context.handler}, which this version of etl-craft cannot run yet "
-        "(it runs SQL and PYTHON tasks); switch the task off or change its handler in a project migration"
+        "(it runs SQL, PYTHON and BUSINESS_RULES tasks); switch the task off or change its handler in a project "
+        "migration"
     )
 
 

@@ -7,6 +7,73 @@
 --   * transitions: a STATUS change not listed in sql/state_machine.yaml is refused (EC010).
 -- Rendered against the live catalog (tables), so the SQLite images list every column of each CFG_ table.
 
+-- CFG_BUSINESS_RULES: stamps and the change record
+DROP TRIGGER IF EXISTS _200_cfg_business_rules__stamp_insert;
+CREATE TRIGGER _200_cfg_business_rules__stamp_insert BEFORE INSERT ON CFG_BUSINESS_RULES
+WHEN NEW.CREATED_BY IS NOT etl_craft_actor() OR NEW.UPDATED_BY IS NOT etl_craft_actor()
+  OR NEW.CREATED_DATE IS NOT etl_craft_now() OR NEW.UPDATED_DATE IS NOT etl_craft_now()
+BEGIN
+  SELECT RAISE(ABORT, 'EC003: CFG_BUSINESS_RULES: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+END;
+DROP TRIGGER IF EXISTS _200_cfg_business_rules__stamp_update;
+CREATE TRIGGER _200_cfg_business_rules__stamp_update BEFORE UPDATE ON CFG_BUSINESS_RULES
+WHEN NEW.CREATED_BY IS NOT OLD.CREATED_BY OR NEW.CREATED_DATE IS NOT OLD.CREATED_DATE
+  OR (NEW.UPDATED_BY IS NOT OLD.UPDATED_BY AND NEW.UPDATED_BY IS NOT etl_craft_actor())
+  OR (NEW.UPDATED_DATE IS NOT OLD.UPDATED_DATE AND NEW.UPDATED_DATE IS NOT etl_craft_now())
+BEGIN
+  SELECT RAISE(ABORT, 'EC003: CFG_BUSINESS_RULES: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+END;
+DROP TRIGGER IF EXISTS _900_cfg_business_rules__record_insert;
+CREATE TRIGGER _900_cfg_business_rules__record_insert AFTER INSERT ON CFG_BUSINESS_RULES
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_BUSINESS_RULES', 'BUSINESS_RULE_ID=' || NEW.BUSINESS_RULE_ID,
+          'INSERT', NULL, json_object(
+      'BUSINESS_RULE_ID', NEW.BUSINESS_RULE_ID, 'TASK_ID', NEW.TASK_ID, 'RULE_CODE', NEW.RULE_CODE,
+      'RULE_TYPE', NEW.RULE_TYPE, 'KEY_COLUMN', NEW.KEY_COLUMN, 'RULE_SQL', NEW.RULE_SQL,
+      'DESCRIPTION', NEW.DESCRIPTION, 'ACTIVE_FLAG', NEW.ACTIVE_FLAG, 'CREATED_BY', NEW.CREATED_BY,
+      'CREATED_DATE', NEW.CREATED_DATE, 'UPDATED_BY', NEW.UPDATED_BY, 'UPDATED_DATE', NEW.UPDATED_DATE), etl_craft_migration());
+END;
+-- Any changed column (hand-set stamps equal to the actor and the time included) is a change. The stamping
+-- UPDATE inside this trigger does not fire it again: SQLite triggers do not recurse.
+DROP TRIGGER IF EXISTS _900_cfg_business_rules__record_update;
+CREATE TRIGGER _900_cfg_business_rules__record_update AFTER UPDATE ON CFG_BUSINESS_RULES
+WHEN OLD.BUSINESS_RULE_ID IS NOT NEW.BUSINESS_RULE_ID OR OLD.TASK_ID IS NOT NEW.TASK_ID OR OLD.RULE_CODE IS NOT NEW.RULE_CODE OR
+  OLD.RULE_TYPE IS NOT NEW.RULE_TYPE OR OLD.KEY_COLUMN IS NOT NEW.KEY_COLUMN OR OLD.RULE_SQL IS NOT NEW.RULE_SQL OR
+  OLD.DESCRIPTION IS NOT NEW.DESCRIPTION OR OLD.ACTIVE_FLAG IS NOT NEW.ACTIVE_FLAG OR OLD.CREATED_BY IS NOT NEW.CREATED_BY OR
+  OLD.CREATED_DATE IS NOT NEW.CREATED_DATE OR OLD.UPDATED_BY IS NOT NEW.UPDATED_BY OR OLD.UPDATED_DATE IS NOT NEW.UPDATED_DATE
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_BUSINESS_RULES', 'BUSINESS_RULE_ID=' || NEW.BUSINESS_RULE_ID,
+          'UPDATE', json_object(
+      'BUSINESS_RULE_ID', OLD.BUSINESS_RULE_ID, 'TASK_ID', OLD.TASK_ID, 'RULE_CODE', OLD.RULE_CODE,
+      'RULE_TYPE', OLD.RULE_TYPE, 'KEY_COLUMN', OLD.KEY_COLUMN, 'RULE_SQL', OLD.RULE_SQL,
+      'DESCRIPTION', OLD.DESCRIPTION, 'ACTIVE_FLAG', OLD.ACTIVE_FLAG, 'CREATED_BY', OLD.CREATED_BY,
+      'CREATED_DATE', OLD.CREATED_DATE, 'UPDATED_BY', OLD.UPDATED_BY, 'UPDATED_DATE', OLD.UPDATED_DATE),
+          json_object(
+      'BUSINESS_RULE_ID', NEW.BUSINESS_RULE_ID, 'TASK_ID', NEW.TASK_ID, 'RULE_CODE', NEW.RULE_CODE,
+      'RULE_TYPE', NEW.RULE_TYPE, 'KEY_COLUMN', NEW.KEY_COLUMN, 'RULE_SQL', NEW.RULE_SQL,
+      'DESCRIPTION', NEW.DESCRIPTION, 'ACTIVE_FLAG', NEW.ACTIVE_FLAG, 'CREATED_BY', NEW.CREATED_BY,
+      'CREATED_DATE', NEW.CREATED_DATE, 'UPDATED_BY', etl_craft_actor(), 'UPDATED_DATE', etl_craft_now()),
+          etl_craft_migration());
+  UPDATE CFG_BUSINESS_RULES SET UPDATED_BY = etl_craft_actor(), UPDATED_DATE = etl_craft_now()
+  WHERE BUSINESS_RULE_ID = NEW.BUSINESS_RULE_ID;
+END;
+DROP TRIGGER IF EXISTS _900_cfg_business_rules__record_delete;
+CREATE TRIGGER _900_cfg_business_rules__record_delete AFTER DELETE ON CFG_BUSINESS_RULES
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_BUSINESS_RULES', 'BUSINESS_RULE_ID=' || OLD.BUSINESS_RULE_ID,
+          'DELETE', json_object(
+      'BUSINESS_RULE_ID', OLD.BUSINESS_RULE_ID, 'TASK_ID', OLD.TASK_ID, 'RULE_CODE', OLD.RULE_CODE,
+      'RULE_TYPE', OLD.RULE_TYPE, 'KEY_COLUMN', OLD.KEY_COLUMN, 'RULE_SQL', OLD.RULE_SQL,
+      'DESCRIPTION', OLD.DESCRIPTION, 'ACTIVE_FLAG', OLD.ACTIVE_FLAG, 'CREATED_BY', OLD.CREATED_BY,
+      'CREATED_DATE', OLD.CREATED_DATE, 'UPDATED_BY', OLD.UPDATED_BY, 'UPDATED_DATE', OLD.UPDATED_DATE), NULL, etl_craft_migration());
+END;
+
 -- CFG_PIPELINES: stamps and the change record
 DROP TRIGGER IF EXISTS _200_cfg_pipelines__stamp_insert;
 CREATE TRIGGER _200_cfg_pipelines__stamp_insert BEFORE INSERT ON CFG_PIPELINES
@@ -738,6 +805,26 @@ BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_ACTIONS refused: AUD_ACTIONS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
 END;
 
+-- AUD_BUSINESS_RULE_FLAGS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_business_rule_flags__engine_only_insert;
+CREATE TRIGGER _010_aud_business_rule_flags__engine_only_insert BEFORE INSERT ON AUD_BUSINESS_RULE_FLAGS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_BUSINESS_RULE_FLAGS refused: AUD_BUSINESS_RULE_FLAGS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_business_rule_flags__engine_only_update;
+CREATE TRIGGER _010_aud_business_rule_flags__engine_only_update BEFORE UPDATE ON AUD_BUSINESS_RULE_FLAGS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_BUSINESS_RULE_FLAGS refused: AUD_BUSINESS_RULE_FLAGS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_business_rule_flags__engine_only_delete;
+CREATE TRIGGER _010_aud_business_rule_flags__engine_only_delete BEFORE DELETE ON AUD_BUSINESS_RULE_FLAGS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_BUSINESS_RULE_FLAGS refused: AUD_BUSINESS_RULE_FLAGS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
 -- AUD_DEPENDENCY_CONSUMPTION: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
 DROP TRIGGER IF EXISTS _010_aud_dependency_consumption__engine_only_insert;
 CREATE TRIGGER _010_aud_dependency_consumption__engine_only_insert BEFORE INSERT ON AUD_DEPENDENCY_CONSUMPTION
@@ -956,6 +1043,26 @@ CREATE TRIGGER _010_aud_task_run_log__engine_only_delete BEFORE DELETE ON AUD_TA
 WHEN etl_craft_actor() IS NULL
 BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_TASK_RUN_LOG refused: AUD_TASK_RUN_LOG is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
+-- CFG_BUSINESS_RULES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_cfg_business_rules__engine_only_insert;
+CREATE TRIGGER _010_cfg_business_rules__engine_only_insert BEFORE INSERT ON CFG_BUSINESS_RULES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on CFG_BUSINESS_RULES refused: CFG_BUSINESS_RULES is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
+END;
+DROP TRIGGER IF EXISTS _010_cfg_business_rules__engine_only_update;
+CREATE TRIGGER _010_cfg_business_rules__engine_only_update BEFORE UPDATE ON CFG_BUSINESS_RULES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on CFG_BUSINESS_RULES refused: CFG_BUSINESS_RULES is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
+END;
+DROP TRIGGER IF EXISTS _010_cfg_business_rules__engine_only_delete;
+CREATE TRIGGER _010_cfg_business_rules__engine_only_delete BEFORE DELETE ON CFG_BUSINESS_RULES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on CFG_BUSINESS_RULES refused: CFG_BUSINESS_RULES is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
 END;
 
 -- CFG_PIPELINES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)

@@ -213,7 +213,7 @@ def test_show_json(paused_reports: Path) -> None:
     assert task == {
         "code": "top_customers", "name": None, "handler": "SQL", "action": "OVERWRITE_TABLE",
         "target": "main.top_customers", "sql_file": "top_customers.sql", "script_file": None, "run_condition": "ALL",
-        "parameters": {"RETRIES": "2"},
+        "parameters": {"RETRIES": "2"}, "rules": [],
         "depends_on": [{"task": "top_customers", "pipeline": "reports", "upstream_task": "customer_totals",
                         "upstream_pipeline": "customer_orders", "type": "HAS_DATA", "consume_repairs": True,
                         "cross_pipeline": True, "upstream_active": True}],

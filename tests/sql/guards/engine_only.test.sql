@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(122);
+SELECT plan(132);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -21,12 +21,16 @@ SELECT set_eq(
   'SELECT * FROM etl_test.owned_tables()',
   'every owned table has an enabled _010_engine_only trigger: BEFORE INSERT, UPDATE, DELETE and TRUNCATE, per statement');
 
--- Rows to write over: the seed, plus a task run of load in manual:down1 without attempts (for the attempt insert).
+-- Rows to write over: the seed, plus a task run of load in manual:down1 without attempts (for the attempt insert)
+-- and a business rule of extract (for the flag insert; the seed has none).
 SELECT etl_test.act();
 SELECT etl_test.seed();
 INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status)
   VALUES ((SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'),
           (SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'load'), 'IN-PROGRESS');
+INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
+  VALUES ((SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'extract'), 'amount_positive', 'REJECT', 'id',
+          'amount > 0');
 
 -- One INSERT per table that is valid in every other respect: it succeeds once the marker is set (below).
 CREATE TEMP TABLE writes (tbl text, ins text) ON COMMIT DROP;
@@ -38,6 +42,15 @@ INSERT INTO writes VALUES
   ('ENG_ERROR_CODES', $$INSERT INTO etl_craft.eng_error_codes VALUES ('EC999', 'PGTAP', 99, 'pgtap')$$),
   ('CFG_PROJECTS', $$INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('tp2')$$),
   ('CFG_POOLS', $$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('tpool2')$$),
+  ('CFG_BUSINESS_RULES', $$INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
+     VALUES ((SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'extract'), 'date_known', 'WARN', 'id',
+             'order_date IS NOT NULL')$$),
+  ('AUD_BUSINESS_RULE_FLAGS', $$INSERT INTO etl_craft.aud_business_rule_flags
+       (business_rule_id, business_rule_key, start_date, pipeline_run_id, task_run_id, attempt_id)
+     VALUES ((SELECT business_rule_id FROM etl_craft.cfg_business_rules WHERE rule_code = 'amount_positive'), '42', now(),
+             (SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:up1'),
+             (SELECT min(task_run_id) FROM etl_craft.aud_task_attempts),
+             (SELECT min(attempt_id) FROM etl_craft.aud_task_attempts))$$),
   ('CFG_PIPELINES', $$INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code)
      VALUES ((SELECT project_id FROM etl_craft.cfg_projects WHERE project_code = 'tp'), 'third_pl')$$),
   ('CFG_TASKS', $$INSERT INTO etl_craft.cfg_tasks (pipeline_id, task_code, handler)
@@ -121,7 +134,7 @@ SELECT set_eq('SELECT tbl FROM writes', 'SELECT * FROM etl_test.owned_tables()',
 
 SELECT etl_test.unmark();
 
--- 92: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
+-- 100: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
 SELECT etl_test.refused(stmt, 'EC001', pattern,
   format('%s on %s without the marker is refused (EC001, the message names the operation and the table)', op, tbl))
   FROM refusals;
@@ -132,7 +145,7 @@ SELECT etl_test.refused($$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('k
   'INSERT on CFG_POOLS refused: CFG_POOLS is written only by etl-craft; _%',
   'a transaction with etl_craft.actor_kind set but no etl_craft.actor is refused (EC001)');
 
--- 23: with the marker, the same INSERTs succeed.
+-- 25: with the marker, the same INSERTs succeed.
 SELECT etl_test.act();
 SELECT lives_ok(ins, format('INSERT on %s with the marker succeeds', tbl)) FROM writes ORDER BY tbl;
 

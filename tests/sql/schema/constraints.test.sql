@@ -1,12 +1,18 @@
 -- Proves every named CHECK rule of the engine migrations (0001_engine_schema, 0004_target_hash_version,
--- 0005_gate_waits) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
+-- 0005_gate_waits, 0007_business_rules) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(164);
+SELECT plan(199);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();
+-- A rule of extract (0007_business_rules; the seed predates it), and what a flag of it names: the seed's attempt.
+INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
+SELECT task_id, 'amount_positive', 'REJECT', 'order_id', 'amount > 0' FROM etl_craft.cfg_tasks WHERE task_code = 'extract';
+CREATE TEMP VIEW flag_of AS
+SELECT r.business_rule_id, t.pipeline_run_id, x.task_run_id, x.attempt_id
+  FROM etl_craft.cfg_business_rules r, etl_craft.aud_task_attempts x JOIN etl_craft.aud_task_run_log t USING (task_run_id);
 
 -- Every CHECK constraint the migration declares, by table.
 CREATE TEMP TABLE expected_checks (tbl name, con name) ON COMMIT DROP;
@@ -49,14 +55,17 @@ INSERT INTO expected_checks VALUES
   ('aud_task_offsets', 'offset_type_is_valid'),
   ('aud_target_hash_version', 'recomputed_by_kind_is_valid'),
   ('aud_gate_waits', 'looks_is_positive'), ('aud_gate_waits', 'outcome_is_valid'),
-  ('aud_gate_waits', 'open_wait_has_a_next_look');
+  ('aud_gate_waits', 'open_wait_has_a_next_look'),
+  ('cfg_business_rules', 'rule_code_is_identifier'), ('cfg_business_rules', 'rule_type_is_valid'),
+  ('cfg_business_rules', 'key_column_is_identifier'), ('cfg_business_rules', 'active_flag_is_y_or_n'),
+  ('aud_business_rule_flags', 'active_flag_is_y_or_n'), ('aud_business_rule_flags', 'open_flag_has_no_end');
 
--- 1 + 21: the full set of CHECK constraints, then has_check for each table that has any.
+-- 1 + 23: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 70 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 76 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -278,19 +287,49 @@ INSERT INTO violations VALUES
    $$INSERT INTO etl_craft.aud_gate_waits (pipeline_run_id, first_check_at, last_check_at, wait_until, looks,
        waiting_for, outcome)
      SELECT pipeline_run_id, now(), now(), now(), 1, 'w', 'ABANDONED' FROM etl_craft.aud_pipelines_run_log
-      WHERE run_key = 'manual:down1'$$);
+      WHERE run_key = 'manual:down1'$$),
+  ('cfg_business_rules', 'rule_code_is_identifier', 'RULE_CODE = amount positive',
+   $$UPDATE etl_craft.cfg_business_rules SET rule_code = 'amount positive'$$),
+  ('cfg_business_rules', 'rule_type_is_valid', 'RULE_TYPE = FAIL',
+   $$UPDATE etl_craft.cfg_business_rules SET rule_type = 'FAIL'$$),
+  ('cfg_business_rules', 'key_column_is_identifier', 'KEY_COLUMN = order-id',
+   $$UPDATE etl_craft.cfg_business_rules SET key_column = 'order-id'$$),
+  ('cfg_business_rules', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$UPDATE etl_craft.cfg_business_rules SET active_flag = 'X'$$),
+  -- y breaks open_flag_has_no_end too (neither Y nor N); CHECK constraints are checked in name order
+  ('aud_business_rule_flags', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = y (lower case)',
+   $$INSERT INTO etl_craft.aud_business_rule_flags (business_rule_id, business_rule_key, active_flag, start_date,
+       pipeline_run_id, task_run_id, attempt_id)
+     SELECT business_rule_id, '42', 'y', now(), pipeline_run_id, task_run_id, attempt_id FROM flag_of$$),
+  ('aud_business_rule_flags', 'open_flag_has_no_end', 'an open flag (Y) with an END_DATE',
+   $$INSERT INTO etl_craft.aud_business_rule_flags (business_rule_id, business_rule_key, active_flag, start_date,
+       end_date, pipeline_run_id, task_run_id, attempt_id)
+     SELECT business_rule_id, '42', 'Y', now(), now(), pipeline_run_id, task_run_id, attempt_id FROM flag_of$$),
+  ('aud_business_rule_flags', 'open_flag_has_no_end', 'an open flag (Y) with a CLEARED_BY_ATTEMPT_ID',
+   $$INSERT INTO etl_craft.aud_business_rule_flags (business_rule_id, business_rule_key, active_flag, start_date,
+       pipeline_run_id, task_run_id, attempt_id, cleared_by_attempt_id)
+     SELECT business_rule_id, '42', 'Y', now(), pipeline_run_id, task_run_id, attempt_id, attempt_id FROM flag_of$$),
+  ('aud_business_rule_flags', 'open_flag_has_no_end', 'a closed flag (N) without END_DATE',
+   $$INSERT INTO etl_craft.aud_business_rule_flags (business_rule_id, business_rule_key, active_flag, start_date,
+       pipeline_run_id, task_run_id, attempt_id, cleared_by_attempt_id)
+     SELECT business_rule_id, '42', 'N', now(), pipeline_run_id, task_run_id, attempt_id, attempt_id FROM flag_of$$),
+  ('aud_business_rule_flags', 'open_flag_has_no_end', 'a closed flag (N) without CLEARED_BY_ATTEMPT_ID',
+   $$INSERT INTO etl_craft.aud_business_rule_flags (business_rule_id, business_rule_key, active_flag, start_date,
+       end_date, pipeline_run_id, task_run_id, attempt_id)
+     SELECT business_rule_id, '42', 'N', now(), now(), pipeline_run_id, task_run_id, attempt_id FROM flag_of$$);
 
 -- 1: every CHECK constraint has at least one violation below (so none is left untried).
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',
   'every CHECK constraint of the migration has a violation case');
 
--- 78: each violation is refused with 23514 by the rule it breaks.
+-- 87: each violation is refused with 23514 by the rule it breaks.
 SELECT throws_ok(stmt, '23514', format('new row for relation "%s" violates check constraint "%s"', tbl, con),
   format('%s %s refuses %s (23514)', upper(tbl), con, what))
   FROM violations ORDER BY tbl, con, what;
 
 -- Codes are identifiers: a letter, then letters, digits or _, at most 128 characters. Each bad code is tried on
--- every identifier column: PROJECT_CODE, POOL_NAME, PIPELINE_CODE, TASK_CODE and PARAMETER_NAME.
+-- every identifier column: PROJECT_CODE, POOL_NAME, PIPELINE_CODE, TASK_CODE, PARAMETER_NAME, RULE_CODE and
+-- KEY_COLUMN.
 -- ONE_ROW picks one seeded row, so an accepted code cannot collide with a sibling's.
 CREATE TEMP TABLE code_columns (tbl name, col name, con name, one_row text) ON COMMIT DROP;
 INSERT INTO code_columns VALUES
@@ -298,9 +337,11 @@ INSERT INTO code_columns VALUES
   ('cfg_pools', 'pool_name', 'pool_name_is_identifier', 'pool_name = ''tpool'''),
   ('cfg_pipelines', 'pipeline_code', 'code_is_identifier', 'pipeline_code = ''up_pl'''),
   ('cfg_tasks', 'task_code', 'code_is_identifier', 'task_code = ''extract'''),
-  ('cfg_task_parameters', 'parameter_name', 'parameter_name_is_identifier', 'parameter_name = ''MERGE_KEY''');
+  ('cfg_task_parameters', 'parameter_name', 'parameter_name_is_identifier', 'parameter_name = ''MERGE_KEY'''),
+  ('cfg_business_rules', 'rule_code', 'rule_code_is_identifier', 'rule_code = ''amount_positive'''),
+  ('cfg_business_rules', 'key_column', 'key_column_is_identifier', 'key_column = ''order_id''');
 
--- 5 x 9 = 45: shell text, a dunder name, a leading _, a leading digit, a trailing newline, a hyphen, a non-ASCII
+-- 7 x 9 = 63: shell text, a dunder name, a leading _, a leading digit, a trailing newline, a hyphen, a non-ASCII
 -- letter, a dot and the empty string are all refused by the identifier rule.
 SELECT throws_ok(
   format('UPDATE etl_craft.%I SET %I = %L WHERE %s', c.tbl, c.col, b.code, c.one_row), '23514',
@@ -313,13 +354,13 @@ SELECT throws_ok(
              AS b(code, shown)
  ORDER BY c.tbl, b.code;
 
--- 5: a 129-character code does not fit (VARCHAR(128) refuses it before the rule runs).
+-- 7: a 129-character code does not fit (VARCHAR(128) refuses it before the rule runs).
 SELECT throws_ok(format('UPDATE etl_craft.%I SET %I = %L WHERE %s', tbl, col, 'a' || repeat('b', 128), one_row), '22001',
   'value too long for type character varying(128)',
   format('%s.%s refuses a 129-character code (22001)', upper(tbl), upper(col)))
   FROM code_columns ORDER BY tbl;
 
--- 5 + 5: Ab_1 and a 128-character code are accepted on every identifier column.
+-- 7 + 7: Ab_1 and a 128-character code are accepted on every identifier column.
 SELECT lives_ok(format('UPDATE etl_craft.%I SET %I = %L WHERE %s', tbl, col, 'Ab_1', one_row),
   format('%s.%s accepts the code Ab_1', upper(tbl), upper(col)))
   FROM code_columns ORDER BY tbl;

@@ -1,10 +1,10 @@
--- Proves every index the engine migrations (0001, 0003, 0005, 0006) name exists on its table with its columns,
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007) name exists on its table with its columns,
 -- uniqueness and partial predicate, and that the unique ones refuse what they must (a second live attempt of a task run, a second run
--- with the same (PIPELINE_ID, RUN_KEY), a second open pause, a second open gate wait, duplicate active codes, ...)
--- while allowing what they must not refuse.
+-- with the same (PIPELINE_ID, RUN_KEY), a second open pause, a second open gate wait, a second open flag of a rule and
+-- key, duplicate active codes, ...) while allowing what they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(160);
+SELECT plan(178);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -52,7 +52,12 @@ INSERT INTO expected_indexes VALUES
   ('aud_actions', 'ix_actions_started', ARRAY['started_at'], false, NULL),
   ('aud_metadata_changes', 'ix_metadata_changes_row', ARRAY['table_name', 'row_key'], false, NULL),
   ('aud_gate_waits', 'ux_gate_wait_open', ARRAY['pipeline_run_id', 'COALESCE(task_id, (0)::bigint)'], true,
-   '(ended_at IS NULL)');
+   '(ended_at IS NULL)'),
+  ('cfg_business_rules', 'ux_business_rules_code_active', ARRAY['task_id', 'rule_code'], true,
+   '((active_flag)::text = ''Y''::text)'),
+  ('aud_business_rule_flags', 'ux_rule_flags_active', ARRAY['business_rule_id', 'business_rule_key'], true,
+   '((active_flag)::text = ''Y''::text)'),
+  ('aud_business_rule_flags', 'ix_rule_flags_task_run', ARRAY['task_run_id'], false, NULL);
 
 -- 1: these are all the indexes besides the primary keys, and exactly the ux_ ones are unique.
 SELECT set_eq(
@@ -61,24 +66,24 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 31 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 34 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 31: each index on its table, with its columns in order.
+-- 34: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
 
--- 16: the unique ones are unique.
+-- 18: the unique ones are unique.
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
--- 28: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- 31: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
 -- reads ix_attempts_lease and ix_runs_lease, the claim reads ix_attempts_queue).
 SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 31: the partial ones have their WHERE clause, the others have none.
+-- 34: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,
@@ -98,7 +103,7 @@ SELECT etl_test.seed();
 
 CREATE TEMP VIEW tr AS SELECT task_run_id FROM etl_craft.aud_task_run_log;
 
--- 52 assertions follow.
+-- 59 assertions follow.
 -- ux_attempt_live: one QUEUED, CLAIMED or RUNNING attempt per task run; ended attempts do not count.
 SELECT throws_ok(
   $$INSERT INTO etl_craft.aud_task_attempts (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
@@ -287,6 +292,47 @@ SELECT lives_ok(
   $$INSERT INTO etl_craft.eng_transitions VALUES ('RUN', 'AUD_PIPELINES_RUN_LOG', NULL, 'SUCCESS')$$,
   'an initial RUN -> SUCCESS transition, not yet listed, is accepted by ux_eng_transitions');
 
+-- ux_rule_flags_active: one open flag (ACTIVE_FLAG Y) per rule and key; closed flags are history and may repeat it.
+-- Two rules of extract; FLAG_OF gives the run, task run and attempt a flag names (the seed's first attempt).
+INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
+SELECT t.task_id, c.code, 'REJECT', 'id', 'amount > 0'
+  FROM etl_craft.cfg_tasks t, unnest(ARRAY['amount_positive', 'date_known']) AS c(code)
+ WHERE t.task_code = 'extract' AND t.active_flag = 'Y';
+CREATE TEMP VIEW flag_of AS
+SELECT t.pipeline_run_id, x.task_run_id, x.attempt_id
+  FROM etl_craft.aud_task_attempts x JOIN etl_craft.aud_task_run_log t USING (task_run_id)
+ WHERE x.attempt_id = (SELECT min(attempt_id) FROM etl_craft.aud_task_attempts);
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_business_rule_flags
+      (business_rule_id, business_rule_key, start_date, pipeline_run_id, task_run_id, attempt_id)
+    SELECT r.business_rule_id, '42', now(), f.pipeline_run_id, f.task_run_id, f.attempt_id
+      FROM etl_craft.cfg_business_rules r, flag_of f WHERE r.rule_code = 'amount_positive'$$,
+  'an open flag of rule amount_positive for key 42 is accepted');
+SELECT throws_ok(
+  $$INSERT INTO etl_craft.aud_business_rule_flags
+      (business_rule_id, business_rule_key, start_date, pipeline_run_id, task_run_id, attempt_id)
+    SELECT r.business_rule_id, '42', now(), f.pipeline_run_id, f.task_run_id, f.attempt_id
+      FROM etl_craft.cfg_business_rules r, flag_of f WHERE r.rule_code = 'amount_positive'$$,
+  '23505', 'duplicate key value violates unique constraint "ux_rule_flags_active"',
+  'a second open flag of the same rule and key is refused by ux_rule_flags_active');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_business_rule_flags
+      (business_rule_id, business_rule_key, start_date, pipeline_run_id, task_run_id, attempt_id)
+    SELECT r.business_rule_id, '42', now(), f.pipeline_run_id, f.task_run_id, f.attempt_id
+      FROM etl_craft.cfg_business_rules r, flag_of f WHERE r.rule_code = 'date_known'$$,
+  'an open flag of the same key for another rule (date_known) is accepted');
+SELECT lives_ok(
+  $$UPDATE etl_craft.aud_business_rule_flags SET active_flag = 'N', end_date = now(), cleared_by_attempt_id = attempt_id
+     WHERE business_rule_key = '42' AND business_rule_id = (SELECT business_rule_id FROM etl_craft.cfg_business_rules
+                                                             WHERE rule_code = 'amount_positive')$$,
+  'the open flag of amount_positive for key 42 is closed');
+SELECT lives_ok(
+  $$INSERT INTO etl_craft.aud_business_rule_flags
+      (business_rule_id, business_rule_key, start_date, pipeline_run_id, task_run_id, attempt_id)
+    SELECT r.business_rule_id, '42', now(), f.pipeline_run_id, f.task_run_id, f.attempt_id
+      FROM etl_craft.cfg_business_rules r, flag_of f WHERE r.rule_code = 'amount_positive'$$,
+  'once closed, key 42 breaking amount_positive again opens a new flag next to the closed one');
+
 -- ux_*_active: a code (or an edge) is unique among active rows; switched-off rows may repeat it.
 CREATE TEMP TABLE dup_cases (idx name, what text, active_dup text, inactive_dup text) ON COMMIT DROP;
 INSERT INTO dup_cases VALUES
@@ -324,7 +370,14 @@ INSERT INTO dup_cases VALUES
    $$INSERT INTO etl_craft.cfg_task_dependency (task_id, depends_on_task_id, dependency_type, active_flag)
      SELECT task_id, depends_on_task_id, 'ALWAYS', 'Y' FROM etl_craft.cfg_task_dependency WHERE active_flag = 'Y'$$,
    $$INSERT INTO etl_craft.cfg_task_dependency (task_id, depends_on_task_id, dependency_type, active_flag)
-     SELECT task_id, depends_on_task_id, 'ALWAYS', 'N' FROM etl_craft.cfg_task_dependency WHERE active_flag = 'Y'$$);
+     SELECT task_id, depends_on_task_id, 'ALWAYS', 'N' FROM etl_craft.cfg_task_dependency WHERE active_flag = 'Y'$$),
+  ('ux_business_rules_code_active', 'rule amount_positive of extract',
+   $$INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql, active_flag)
+     SELECT task_id, rule_code, 'WARN', 'id', 'amount >= 0', 'Y' FROM etl_craft.cfg_business_rules
+      WHERE rule_code = 'amount_positive' AND active_flag = 'Y'$$,
+   $$INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql, active_flag)
+     SELECT task_id, rule_code, 'WARN', 'id', 'amount >= 0', 'N' FROM etl_craft.cfg_business_rules
+      WHERE rule_code = 'amount_positive' AND active_flag = 'Y'$$);
 
 SELECT throws_ok(active_dup, '23505', format('duplicate key value violates unique constraint "%s"', idx),
   format('a second active %s is refused by %s', what, idx))

@@ -1,8 +1,9 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
--- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits) create: exactly its 23 tables, each with its
--- full column list, column types and NOT NULL rules, identity keys, primary key and every foreign key (and no others).
+-- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules) create: exactly its 25
+-- tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
+-- foreign key (and no others).
 BEGIN;
-SELECT plan(139);
+SELECT plan(153);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -274,7 +275,29 @@ INSERT INTO expected_columns VALUES
   ('aud_gate_waits', 8, 'looks', 'integer', true),
   ('aud_gate_waits', 9, 'waiting_for', 'text', true),
   ('aud_gate_waits', 10, 'outcome', 'character varying(16)', false),
-  ('aud_gate_waits', 11, 'ended_at', 'timestamp with time zone', false);
+  ('aud_gate_waits', 11, 'ended_at', 'timestamp with time zone', false),
+  ('cfg_business_rules', 1, 'business_rule_id', 'bigint', true),
+  ('cfg_business_rules', 2, 'task_id', 'bigint', true),
+  ('cfg_business_rules', 3, 'rule_code', 'character varying(128)', true),
+  ('cfg_business_rules', 4, 'rule_type', 'character varying(16)', true),
+  ('cfg_business_rules', 5, 'key_column', 'character varying(128)', true),
+  ('cfg_business_rules', 6, 'rule_sql', 'text', true),
+  ('cfg_business_rules', 7, 'description', 'text', false),
+  ('cfg_business_rules', 8, 'active_flag', 'character varying(1)', true),
+  ('cfg_business_rules', 9, 'created_by', 'character varying(128)', true),
+  ('cfg_business_rules', 10, 'created_date', 'timestamp with time zone', true),
+  ('cfg_business_rules', 11, 'updated_by', 'character varying(128)', true),
+  ('cfg_business_rules', 12, 'updated_date', 'timestamp with time zone', true),
+  ('aud_business_rule_flags', 1, 'flag_id', 'bigint', true),
+  ('aud_business_rule_flags', 2, 'business_rule_id', 'bigint', true),
+  ('aud_business_rule_flags', 3, 'business_rule_key', 'character varying(512)', true),
+  ('aud_business_rule_flags', 4, 'active_flag', 'character varying(1)', true),
+  ('aud_business_rule_flags', 5, 'start_date', 'timestamp with time zone', true),
+  ('aud_business_rule_flags', 6, 'end_date', 'timestamp with time zone', false),
+  ('aud_business_rule_flags', 7, 'pipeline_run_id', 'bigint', true),
+  ('aud_business_rule_flags', 8, 'task_run_id', 'bigint', true),
+  ('aud_business_rule_flags', 9, 'attempt_id', 'bigint', true),
+  ('aud_business_rule_flags', 10, 'cleared_by_attempt_id', 'bigint', false);
 
 SELECT tables_are('etl_craft', ARRAY[
   'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes',
@@ -282,8 +305,8 @@ SELECT tables_are('etl_craft', ARRAY[
   'cfg_task_parameters', 'cfg_pipeline_dependency', 'cfg_task_dependency', 'aud_pipelines_run_log',
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
-  'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits'
-]::name[], 'etl_craft holds exactly the 23 Engine DB tables of the migrations, no more and no fewer');
+  'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags'
+]::name[], 'etl_craft holds exactly the 25 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -322,7 +345,9 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('aud_actions'::name, ARRAY['action_id']::name[]),
     ('aud_metadata_changes'::name, ARRAY['change_id']::name[]),
     ('aud_task_offsets'::name, ARRAY['task_id']::name[]),
-    ('aud_gate_waits'::name, ARRAY['gate_wait_id']::name[])
+    ('aud_gate_waits'::name, ARRAY['gate_wait_id']::name[]),
+    ('cfg_business_rules'::name, ARRAY['business_rule_id']::name[]),
+    ('aud_business_rule_flags'::name, ARRAY['flag_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -338,7 +363,8 @@ SELECT set_eq(
            ('aud_gate_decisions'::name, 'decision_id'::name), ('aud_dependency_consumption'::name, 'consumption_id'::name),
            ('aud_run_interventions'::name, 'intervention_id'::name), ('aud_pipeline_pauses'::name, 'pause_id'::name),
            ('aud_actions'::name, 'action_id'::name), ('aud_metadata_changes'::name, 'change_id'::name),
-           ('aud_gate_waits'::name, 'gate_wait_id'::name)$$,
+           ('aud_gate_waits'::name, 'gate_wait_id'::name), ('cfg_business_rules'::name, 'business_rule_id'::name),
+           ('aud_business_rule_flags'::name, 'flag_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).
@@ -380,7 +406,13 @@ INSERT INTO expected_fks VALUES
   ('aud_task_offsets', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
   ('aud_task_offsets', 'attempt_id', 'aud_task_attempts', 'attempt_id'),
   ('aud_gate_waits', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
-  ('aud_gate_waits', 'task_id', 'cfg_tasks', 'task_id');
+  ('aud_gate_waits', 'task_id', 'cfg_tasks', 'task_id'),
+  ('cfg_business_rules', 'task_id', 'cfg_tasks', 'task_id'),
+  ('aud_business_rule_flags', 'business_rule_id', 'cfg_business_rules', 'business_rule_id'),
+  ('aud_business_rule_flags', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
+  ('aud_business_rule_flags', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
+  ('aud_business_rule_flags', 'attempt_id', 'aud_task_attempts', 'attempt_id'),
+  ('aud_business_rule_flags', 'cleared_by_attempt_id', 'aud_task_attempts', 'attempt_id');
 
 SELECT fk_ok('etl_craft', tbl, col, 'etl_craft', ref_tbl, ref_col,
              upper(tbl) || '.' || upper(col) || ' references ' || upper(ref_tbl) || '.' || upper(ref_col))
@@ -394,7 +426,7 @@ SELECT set_eq(
        JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
       WHERE n.nspname = 'etl_craft' AND k.contype = 'f'$$,
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
-  'etl_craft has exactly the 37 single-column foreign keys the migration declares');
+  'etl_craft has exactly the 43 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
                      'aud_target_hash_version']::name[]) tbl;

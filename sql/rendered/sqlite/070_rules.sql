@@ -1,0 +1,19 @@
+-- 070_rules: the flags of business rules (AUD_BUSINESS_RULE_FLAGS). A BUSINESS_RULES attempt judges its target
+-- table whole, then records, per rule, the keys that break it: one open flag per rule and key; a flag whose key is
+-- no longer among them closes (its row meets the rule again, or is gone from the table). Fenced by the attempt's
+-- owner, so a zombie attempt records nothing.
+
+-- @function record_rule_flags
+-- @args attempt_id bigint, owner_id text, business_rule_id bigint, failing_keys text
+-- @returns business_rule_id bigint, flagged bigint, cleared bigint, active bigint
+-- @purpose The owner of a RUNNING attempt of a BUSINESS_RULES task records what it found for one of the task's
+--   active rules, having judged every current row of the task's table: failing_keys is a JSON array of the keys
+--   (text) whose rows break the rule. Each such key without an open flag gets one (START_DATE, the run, task run and
+--   attempt); each open flag of the rule whose key is not in the list closes (ACTIVE_FLAG N, END_DATE,
+--   CLEARED_BY_ATTEMPT_ID), because its row meets the rule again or is no longer in the table (B21). The attempt's
+--   heartbeat is renewed. Returns how many flags it opened and closed, and how many are open now.
+-- @transition none
+-- @locks the attempt row, then the rule's open flags
+-- @errors EC023 failing_keys is not a JSON array of strings (or nulls) of at most 512 characters; EC021 no such attempt, or no active rule business_rule_id of the
+--   attempt's task; EC020 the attempt is not RUNNING by owner_id
+-- @end record_rule_flags
