@@ -1,4 +1,4 @@
--- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007) name exists on its table with its columns,
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008) name exists on its table with its columns,
 -- uniqueness and partial predicate, and that the unique ones refuse what they must (a second live attempt of a task run, a second run
 -- with the same (PIPELINE_ID, RUN_KEY), a second open pause, a second open gate wait, a second open flag of a rule and
 -- key, duplicate active codes, ...) while allowing what they must not refuse.
@@ -33,7 +33,8 @@ INSERT INTO expected_indexes VALUES
   ('aud_task_attempts', 'ux_attempt_number', ARRAY['task_run_id', 'attempt_number'], true, NULL),
   ('aud_task_attempts', 'ux_attempt_live', ARRAY['task_run_id'], true,
    '((status)::text = ANY ((ARRAY[''QUEUED''::character varying, ''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
-  ('aud_task_attempts', 'ix_attempts_lease', ARRAY['status', 'lease_expires_at'], false, NULL),
+  ('aud_task_attempts', 'ix_attempts_lease', ARRAY['lease_expires_at'], false,
+   '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
   ('aud_task_attempts', 'ix_attempts_queue', ARRAY['pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
    '((status)::text = ''QUEUED''::text)'),
   ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id', 'attempt_id'], false,
