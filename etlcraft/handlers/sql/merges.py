@@ -13,7 +13,7 @@ from etlcraft.handlers.sql.spec import SqlTask
 from etlcraft.handlers.sql.staging import HASH_COLUMN, Stage, derive_stage, drop
 from etlcraft.handlers.sql.tables import Outcome, counts, writable
 from etlcraft.handlers.sql.target import Target, add_columns, inspect, require
-from etlcraft.handlers.sql.writes import count_rows, insert_rows, update_stamps
+from etlcraft.handlers.sql.writes import count_rows, insert_rows, read_target, update_stamps
 from etlcraft.warehouse.connection import Session
 from etlcraft.warehouse.dialects import Column
 
@@ -29,11 +29,12 @@ def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) ->
     hashing.refuse_floats(task, [(c, target.columns.get(c.key, c)) for c in compare])
     record = hashing.refuse_old_hashes(task, session, target, version)
     add_columns(session, target, added)
+    before = read_target(session, task, target)
     hashed = _hashed(session, task, deduplicated, target, hashing.target_pairs(task, target, compare))
     write = _scd1 if task.action == "SCD1_MERGE" else _scd2
-    inserted, updated = write(session, task, target, hashed, deduplicated)
+    inserted, updated = write(session, task, target, hashed, deduplicated, before.max_row_id)
     drop(session, hashed)
-    return Outcome(counts(stage, count_rows(session, target), insert=inserted, update=updated, duplicate=duplicates),
+    return Outcome(counts(stage, before.count + inserted, insert=inserted, update=updated, duplicate=duplicates),
                    record_version=record or target.created)
 
 
@@ -66,8 +67,10 @@ def _col(session: Session, target: Target, name: str) -> str:
     return f"t.{session.dialect.quote(target.name_of(name))}"
 
 
-def _scd1(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage) -> tuple[int, int]:
-    """Update the rows whose hash changed or that were soft-deleted; insert the new keys. (inserted, updated)"""
+def _scd1(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage,
+          row_base: int) -> tuple[int, int]:
+    """Update the rows whose hash changed or that were soft-deleted; insert the new keys, numbered after
+    row_base. (inserted, updated)"""
     q = session.dialect.quote
     keys = _keys(task, target, stage)
     key_names = {b.lower() for _, b in keys}
@@ -79,15 +82,17 @@ def _scd1(session: Session, task: SqlTask, target: Target, hashed: Stage, stage:
         assignments.append((target.name_of("DELETE_FLAG"), "'N'"))
     assignments += update_stamps(session.dialect, task, target)
     updated = session.run(session.dialect.update_from_stage(target.ref, hashed.ref, keys, assignments, changed))
-    inserted = insert_rows(session, task, target, hashed.ref, stage.columns, order=_order(session, keys),
+    inserted = insert_rows(session, task, target, hashed.ref, stage.columns, row_base=row_base,
+                           order=_order(session, keys),
                            where=f"NOT EXISTS (SELECT 1 FROM {target.ref} t WHERE {_match(session, keys)})",
                            hash_sql=f"s.{q(HASH_COLUMN)}")
     return inserted, updated
 
 
-def _scd2(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage) -> tuple[int, int]:
+def _scd2(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage,
+          row_base: int) -> tuple[int, int]:
     """Close the active versions whose hash changed or that were soft-deleted; open a version for every key
-    without an active one. (inserted, closed)"""
+    without an active one, numbered after row_base. (inserted, closed)"""
     q, lit = session.dialect.quote, session.dialect.literal
     keys = _keys(task, target, stage)
     active = f"{_col(session, target, 'ACTIVE_FLAG')} = 'Y'"
@@ -98,7 +103,8 @@ def _scd2(session: Session, task: SqlTask, target: Target, hashed: Stage, stage:
                    *update_stamps(session.dialect, task, target)]
     closed = session.run(session.dialect.update_from_stage(target.ref, hashed.ref, keys, assignments,
                                                            f"{active} AND ({changed})"))
-    inserted = insert_rows(session, task, target, hashed.ref, stage.columns, order=_order(session, keys),
+    inserted = insert_rows(session, task, target, hashed.ref, stage.columns, row_base=row_base,
+                           order=_order(session, keys),
                            where=f"NOT EXISTS (SELECT 1 FROM {target.ref} t WHERE {_match(session, keys)} AND "
                                  f"{active})", hash_sql=f"s.{q(HASH_COLUMN)}")
     return inserted, closed

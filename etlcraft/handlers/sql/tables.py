@@ -26,7 +26,7 @@ from etlcraft.handlers.sql.target import (
     new_columns,
     require,
 )
-from etlcraft.handlers.sql.writes import count_rows, create_as_select, insert_rows
+from etlcraft.handlers.sql.writes import count_rows, create_as_select, insert_rows, read_target
 from etlcraft.warehouse.connection import Session
 from etlcraft.warehouse.dialects import Column
 
@@ -100,18 +100,21 @@ def overwrite_table(session: Session, task: SqlTask, stage: Stage, version: int 
     add_columns(session, target, added)
     old_rows = count_rows(session, target)
     session.run(session.dialect.clear_table(target.ref))
-    inserted = insert_rows(session, task, target, stage.ref, stage.columns)
-    return Outcome(counts(stage, count_rows(session, target), insert=inserted, delete=old_rows),
-                   record_version=target.created)
+    inserted = insert_rows(session, task, target, stage.ref, stage.columns, row_base=0)
+    return Outcome(counts(stage, inserted, insert=inserted, delete=old_rows), record_version=target.created)
 
 
 def append_table(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:
     """Add the SELECT's rows; first delete the rows an earlier attempt of this task run wrote (S3.G.7), so a retry
-    after a commit the Engine DB never heard of does not duplicate them."""
+    after a commit the Engine DB never heard of does not duplicate them. The target is read once (read_target):
+    the DELETE runs only when that read found such rows."""
     target, added = writable(session, task, stage)
     add_columns(session, target, added)
-    column = session.dialect.quote(target.name_of("TASK_RUN_ID"))
-    deleted = session.run(f"DELETE FROM {target.ref} WHERE {column} = {task.stamp.task_run_id}")
-    inserted = insert_rows(session, task, target, stage.ref, stage.columns)
-    return Outcome(counts(stage, count_rows(session, target), insert=inserted, delete=max(deleted, 0)),
+    before = read_target(session, task, target)
+    deleted = 0
+    if before.of_task_run:
+        column = session.dialect.quote(target.name_of("TASK_RUN_ID"))
+        deleted = max(session.run(f"DELETE FROM {target.ref} WHERE {column} = {task.stamp.task_run_id}"), 0)
+    inserted = insert_rows(session, task, target, stage.ref, stage.columns, row_base=before.max_row_id)
+    return Outcome(counts(stage, before.count - deleted + inserted, insert=inserted, delete=deleted),
                    record_version=target.created)

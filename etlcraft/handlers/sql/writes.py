@@ -2,10 +2,14 @@
 update writes, ROW_ID allocation and counting.
 
 ROW_ID continues from the target's MAX(ROW_ID), read in the same warehouse transaction as the INSERT while the
-caller holds the target's Engine DB lock, so two writers never hand out the same ids (S3.G.5, B38).
+caller holds the target's Engine DB lock, so two writers never hand out the same ids (S3.G.5, B38). An action
+reads its target's row count, largest ROW_ID and the rows of its own task run in one pass (`read_target`) and
+derives TARGET_COUNT from what it changed: a target of many rows is scanned once, not once per figure.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from etlcraft.handlers.sql.spec import SqlTask
 from etlcraft.handlers.sql.target import Target
@@ -38,24 +42,36 @@ def update_stamps(dialect: Dialect, task: SqlTask, target: Target) -> list[tuple
     return [(target.name_of(name), value) for name, value in values.items() if target.has(name)]
 
 
-def next_row_base(session: Session, target: Target) -> int:
-    """The largest ROW_ID in the target (0 when it has none)."""
-    if not target.has("ROW_ID"):
-        return 0
-    found = session.scalar(f"SELECT MAX({session.dialect.quote(target.name_of('ROW_ID'))}) FROM {target.ref}")
-    return int(found or 0)
+@dataclass(frozen=True)
+class TargetRows:
+    """What an action needs to know of its target's rows before it writes, read in one pass."""
+
+    count: int
+    max_row_id: int  # 0 when the target has no ROW_ID or no rows
+    of_task_run: int  # rows stamped with this task run's TASK_RUN_ID (an earlier attempt's, S3.G.7)
+
+
+def read_target(session: Session, task: SqlTask, target: Target) -> TargetRows:
+    """COUNT(*), MAX(ROW_ID) and the rows of this task run, in one statement: one scan of the target. Read in the
+    write's transaction, under the target's Engine DB lock."""
+    q = session.dialect.quote
+    row_id = f"MAX({q(target.name_of('ROW_ID'))})" if target.has("ROW_ID") else "NULL"
+    of_task_run = (f"COUNT(CASE WHEN {q(target.name_of('TASK_RUN_ID'))} = {task.stamp.task_run_id} THEN 1 END)"
+                   if target.has("TASK_RUN_ID") else "0")
+    count, max_row_id, own = session.rows(f"SELECT COUNT(*), {row_id}, {of_task_run} FROM {target.ref}")[0]
+    return TargetRows(count=int(count), max_row_id=int(max_row_id or 0), of_task_run=int(own or 0))
 
 
 def insert_rows(session: Session, task: SqlTask, target: Target, source: str, columns: tuple[Column, ...], *,
-                where: str = "", order: str = "", hash_sql: str | None = None) -> int:
+                row_base: int, where: str = "", order: str = "", hash_sql: str | None = None) -> int:
     """INSERT INTO the target the rows of `source` (alias s) that match `where`: the SELECT's `columns` and the
-    engine-managed columns the target has. ROW_ID numbers the rows in `order` after the target's largest."""
+    engine-managed columns the target has. ROW_ID numbers the rows in `order` after `row_base`, the target's
+    largest ROW_ID (read_target)."""
     dialect = session.dialect
     q = dialect.quote
     names = [target.name_of(c.name) for c in columns]
     values = [f"s.{q(c.name)}" for c in columns]
-    base = next_row_base(session, target)
-    for name, value in insert_values(dialect, task, row_base=base, order=order, hash_sql=hash_sql).items():
+    for name, value in insert_values(dialect, task, row_base=row_base, order=order, hash_sql=hash_sql).items():
         if target.has(name):
             names.append(target.name_of(name))
             values.append(value)

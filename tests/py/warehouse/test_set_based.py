@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -48,3 +49,43 @@ def test_b42_rows_written__counts_what_changed__not_what_the_target_holds(wh: Wh
     wh.execute("UPDATE {s}.src SET v = 9 WHERE id = 2")
     one = wh.run("SCD1_MERGE", "SELECT id, v FROM {s}.src", MERGE_KEY="id")
     assert (one.counts.update, one.counts.rows_written) == (1, 1)
+
+
+def _scans(wh: Wh, table: str) -> int:
+    """Sequential scans PostgreSQL has counted on the table (every read of a table without an index is one). A
+    session reports its counts when it ends: first wait until the writer's sessions of this worker's warehouse
+    database have ended (a backend leaves pg_stat_activity after it has reported)."""
+    others = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    for _ in range(200):
+        if wh.query(others) == [(0,)]:
+            break
+        time.sleep(0.05)
+    found = wh.query(f"SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = '{wh.schema}'"
+                     f" AND relname = '{table}'")
+    return int(found[0][0])
+
+
+@pytest.mark.postgres
+def test_append_table__reads_an_existing_target_once(pg_wh: Wh) -> None:
+    """COUNT(*), MAX(ROW_ID) and the retry check of an append come from one read of the target: appending a few
+    rows to a large table does not scan it three times."""
+    pg_wh.execute("CREATE TABLE {s}.src (id INTEGER, v INTEGER)", "INSERT INTO {s}.src VALUES (1, 1), (2, 2)")
+    pg_wh.run("APPEND_TABLE", "SELECT id, v FROM {s}.src", "log")
+    before = _scans(pg_wh, "log")
+    appended = pg_wh.run("APPEND_TABLE", "SELECT id, v FROM {s}.src", "log")
+    assert _scans(pg_wh, "log") - before == 1
+    assert (appended.counts.insert, appended.counts.delete, appended.counts.target) == (2, 0, 4)
+    assert pg_wh.query("SELECT row_id FROM {s}.log ORDER BY row_id") == [(1,), (2,), (3,), (4,)]
+
+
+@pytest.mark.postgres
+def test_scd1_merge__reads_the_target_for_its_figures_once(pg_wh: Wh) -> None:
+    """Besides the UPDATE and the new-key INSERT, a merge reads its target once, for TARGET_COUNT and ROW_ID."""
+    pg_wh.execute("CREATE TABLE {s}.src (id INTEGER, v INTEGER)", "INSERT INTO {s}.src VALUES (1, 1), (2, 2)")
+    pg_wh.run("SCD1_MERGE", "SELECT id, v FROM {s}.src", MERGE_KEY="id")
+    pg_wh.execute("UPDATE {s}.src SET v = 9 WHERE id = 2", "INSERT INTO {s}.src VALUES (3, 3)")
+    before = _scans(pg_wh, "target")
+    merged = pg_wh.run("SCD1_MERGE", "SELECT id, v FROM {s}.src", MERGE_KEY="id")
+    assert _scans(pg_wh, "target") - before == 3
+    assert (merged.counts.insert, merged.counts.update, merged.counts.target) == (1, 1, 3)
+    assert pg_wh.query("SELECT id, v, row_id FROM {s}.target ORDER BY id") == [(1, 1, 1), (2, 9, 2), (3, 3, 3)]
