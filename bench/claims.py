@@ -7,7 +7,11 @@ function path again with each claim_attempt taking up to 8 attempts (a worker wi
 machine's reference: a minimal PL/pgSQL claim (SKIP LOCKED) and guarded finish on a bare queue table (a primary
 key and a partial queue index; no summary row, audit or triggers), with the function path's share of it.
 
-    python bench/claims.py [--attempts 2000] [--processes 1,4,8]
+    python bench/claims.py [--attempts 2000] [--processes 1,4,8] [--pgbench]
+
+With --pgbench, also the server alone: pgbench (-M prepared) runs claim + finish through the functions and
+through the minimal reference, each client draining `--attempts` attempts, with the same process counts; no
+Python between the statements.
 
 Uses ETLCRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 """
@@ -17,7 +21,11 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -185,6 +193,36 @@ def _batched_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> 
     _function_worker(dsn, owner, start, done, batch=BATCH)
 
 
+# pgbench scripts: one transaction = one claim + its finish, as the Python paths do.
+PGBENCH_SCRIPTS = {
+    "functions": """\\set cid :client_id
+SELECT attempt_id AS aid FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'warehouse',
+  p_owner_id => 'pgbench-' || :cid, p_max_attempts => 1, p_actor => 'bench-worker', p_actor_kind => 'WORKER') \\gset
+SELECT 1 FROM etl_craft.finish_attempt(p_attempt_id => :aid, p_owner_id => 'pgbench-' || :cid, p_status => 'SUCCESS',
+  p_rows_written => 1, p_actor => 'bench-worker', p_actor_kind => 'WORKER');
+""",
+    "minimal": """\\set cid :client_id
+SELECT bench_minimal.claim('pgbench-' || :cid) AS aid \\gset
+SELECT bench_minimal.finish(:aid, 'pgbench-' || :cid);
+""",
+}
+
+
+def _pgbench(path: str, dsn: str, clients: int, attempts: int) -> float:
+    """Transactions (claim + finish) per second that pgbench reports for `path`'s script."""
+    (_seed_minimal if path == "minimal" else _seed)(dsn, attempts * clients)
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+        script.write(PGBENCH_SCRIPTS[path])
+        script.flush()
+        done = subprocess.run(["pgbench", "-n", "-M", "prepared", "-f", script.name, "-c", str(clients), "-j",
+                               str(clients), "-t", str(attempts), dsn], capture_output=True, text=True, check=True)
+    processed = re.search(r"actually processed: (\d+)/(\d+)", done.stdout)
+    found = re.search(r"^tps = ([0-9.]+)", done.stdout, flags=re.M)
+    if found is None or processed is None or processed.group(1) != processed.group(2):
+        raise RuntimeError(f"pgbench {path} did not finish every claim + finish: {done.stdout}{done.stderr}")
+    return float(found.group(1))
+
+
 def _measure(path: str, dsn: str, processes: int, attempts: int) -> float:
     if path == "minimal":
         _seed_minimal(dsn, attempts)
@@ -214,7 +252,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=2000)
     parser.add_argument("--processes", default="1,4,8")
+    parser.add_argument("--pgbench", action="store_true", help="also measure the server alone with pgbench")
     args = parser.parse_args()
+    if args.pgbench and shutil.which("pgbench") is None:
+        parser.error("--pgbench needs pgbench on PATH (Debian: postgresql-client)")
     name = f"etlcraft_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -240,6 +281,13 @@ def main() -> None:
             minimal = _measure("minimal", dsn, processes, args.attempts)
             print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {functions / raw:>6.2f}  {batched:>15.0f}"
                   f"  {minimal:>9.0f}  {functions / minimal:>17.2f}", flush=True)
+        if args.pgbench:
+            print(f"\nthe server alone: pgbench -M prepared, {args.attempts} claim + finish per client")
+            print(f"{'clients':>9}  {'functions/s':>11}  {'minimal/s':>9}  {'functions/minimal':>17}")
+            for clients in (int(p) for p in args.processes.split(",")):
+                functions = _pgbench("functions", dsn, clients, args.attempts)
+                minimal = _pgbench("minimal", dsn, clients, args.attempts)
+                print(f"{clients:>9}  {functions:>11.0f}  {minimal:>9.0f}  {functions / minimal:>17.2f}", flush=True)
     finally:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
