@@ -124,6 +124,7 @@ def _seed(dsn: str, attempts: int) -> None:
              WHERE pipeline_run_id = %(run)s""", {"run": run[0]})
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE etl_craft.aud_task_attempts")
+        conn.execute("VACUUM ANALYZE etl_craft.aud_task_run_log")
 
 
 def _seed_minimal(dsn: str, attempts: int) -> None:
