@@ -110,7 +110,7 @@ def append_table(session: Session, task: SqlTask, stage: Stage, version: int | N
     the DELETE runs only when that read found such rows."""
     target, added = writable(session, task, stage)
     add_columns(session, target, added)
-    before = read_target(session, task, target)
+    before = read_target(session, task, target, own_rows=True)
     deleted = 0
     if before.of_task_run:
         column = session.dialect.quote(target.name_of("TASK_RUN_ID"))

@@ -48,16 +48,16 @@ class TargetRows:
 
     count: int
     max_row_id: int  # 0 when the target has no ROW_ID or no rows
-    of_task_run: int  # rows stamped with this task run's TASK_RUN_ID (an earlier attempt's, S3.G.7)
+    of_task_run: int  # rows stamped with this task run's TASK_RUN_ID (an earlier attempt's, S3.G.7); 0 unless asked
 
 
-def read_target(session: Session, task: SqlTask, target: Target) -> TargetRows:
-    """COUNT(*), MAX(ROW_ID) and the rows of this task run, in one statement: one scan of the target. Read in the
-    write's transaction, under the target's Engine DB lock."""
+def read_target(session: Session, task: SqlTask, target: Target, *, own_rows: bool = False) -> TargetRows:
+    """COUNT(*), MAX(ROW_ID) and, with `own_rows` (APPEND_TABLE's retry), the rows of this task run, in one
+    statement: one scan of the target. Read in the write's transaction, under the target's Engine DB lock."""
     q = session.dialect.quote
     row_id = f"MAX({q(target.name_of('ROW_ID'))})" if target.has("ROW_ID") else "NULL"
     of_task_run = (f"COUNT(CASE WHEN {q(target.name_of('TASK_RUN_ID'))} = {task.stamp.task_run_id} THEN 1 END)"
-                   if target.has("TASK_RUN_ID") else "0")
+                   if own_rows and target.has("TASK_RUN_ID") else "0")
     count, max_row_id, own = session.rows(f"SELECT COUNT(*), {row_id}, {of_task_run} FROM {target.ref}")[0]
     return TargetRows(count=int(count), max_row_id=int(max_row_id or 0), of_task_run=int(own or 0))
 

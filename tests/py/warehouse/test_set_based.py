@@ -89,3 +89,14 @@ def test_scd1_merge__reads_the_target_for_its_figures_once(pg_wh: Wh) -> None:
     assert _scans(pg_wh, "target") - before == 3
     assert (merged.counts.insert, merged.counts.update, merged.counts.target) == (1, 1, 3)
     assert pg_wh.query("SELECT id, v, row_id FROM {s}.target ORDER BY id") == [(1, 1, 1), (2, 9, 2), (3, 3, 3)]
+
+
+@pytest.mark.postgres
+def test_merge__reads_no_task_run_rows__a_text_task_run_id_is_never_compared_to_a_number(pg_wh: Wh) -> None:
+    """Only APPEND_TABLE asks the one read for its task run's rows: a merge target made by hand with a text
+    TASK_RUN_ID (which PostgreSQL will not compare with a number) merges as before."""
+    pg_wh.execute("CREATE TABLE {s}.src (id INTEGER, v INTEGER)", "INSERT INTO {s}.src VALUES (1, 1)",
+                  "CREATE TABLE {s}.target (id INTEGER, v INTEGER, task_run_id VARCHAR(20), hash_key VARCHAR(32))")
+    merged = pg_wh.run("SCD1_MERGE", "SELECT id, v FROM {s}.src", MERGE_KEY="id")
+    assert (merged.counts.insert, merged.counts.target) == (1, 1)
+    assert pg_wh.query("SELECT id, v, task_run_id FROM {s}.target") == [(1, 1, str(100 + pg_wh.runs))]
