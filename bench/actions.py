@@ -12,9 +12,12 @@ non-key column and are merged again. Three figures per action, measured in the s
   changed: SCD1 one `UPDATE ... FROM`, SCD2 an `UPDATE ... FROM` closing the versions and an `INSERT ... SELECT`
   opening the new ones. It shows how much of the time is the warehouse's cost of changing rows in place.
 
-Each measured step starts after a CHECKPOINT, so none pays for an earlier step's deferred writes; the PostgreSQL
+Each measured step starts after a CHECKPOINT, so none pays for an earlier step's deferred writes, and is followed by
+one, timed apart: what the step left to be written into the table files when it returned (on PostgreSQL its dirty
+pages; on DuckDB nothing, since a step ends by closing the warehouse, which checkpoints the file). The PostgreSQL
 tables are VACUUM ANALYZEd after the setup loads, as autovacuum would. Timings include opening the warehouse and the
-commit. Prints seconds and rows per second, the ratios, and whether the targets of issue 5 are met.
+commit. Prints seconds and rows per second, the ratios to the commit and with each step's checkpoint, and whether
+the targets of issue 5 are met.
 
     python bench/actions.py [--rows 1000000] [--changed 100000] [--warehouses postgresql,duckdb]
 
@@ -78,10 +81,16 @@ class Figure:
     written: int  # ROWS_WRITTEN of the attempt
     floor: float  # INSERT ... SELECT of the same rows
     hand: float  # hand-written merge of the same rows
+    checkpoints: tuple[float, float, float]  # the CHECKPOINT after each of etl-craft, the floor, the hand-written
 
     @property
     def ratio(self) -> float:
         return self.seconds / self.floor
+
+    @property
+    def ratio_written(self) -> float:
+        """etl-craft against the floor, each with the checkpoint that writes its changes into the table files."""
+        return (self.seconds + self.checkpoints[0]) / (self.floor + self.checkpoints[1])
 
 
 def progress(message: str) -> None:
@@ -145,8 +154,23 @@ class Project:
             for statement in statements:
                 conn.execute(statement)
 
-    def checkpoint(self) -> None:
-        self.maintain("CHECKPOINT")
+    def checkpoint(self) -> float:
+        """CHECKPOINT: what the steps before it changed is written into the table files. Its seconds (the
+        statement only, not opening the connection)."""
+        if self.dialect == "duckdb":
+            warehouse = open_warehouse(self.config)
+            try:
+                with warehouse.transaction() as session:
+                    began = time.perf_counter()
+                    session.run("CHECKPOINT")
+                    return time.perf_counter() - began
+            finally:
+                warehouse.dispose()
+        url = make_url(self.config.warehouse.url).set(drivername="postgresql")
+        with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as conn:
+            began = time.perf_counter()
+            conn.execute("CHECKPOINT")
+            return time.perf_counter() - began
 
     def columns(self, table: str) -> list[str]:
         names = self.scalar("SELECT string_agg(lower(column_name), ',' ORDER BY ordinal_position) FROM "
@@ -222,21 +246,24 @@ def setup(project: Project, rows: int, changed: int) -> None:
 
 
 def measure(project: Project, action: str, target: str, changed: int) -> Figure:
+    """Each step starts after a CHECKPOINT and is followed by one, timed apart: the step's own deferred writes."""
     label = f"[{project.dialect}] {action}"
     columns = project.columns(target)
     project.checkpoint()
     result, seconds = timed(f"{label}: etl-craft, {changed:,} changed rows",
                             functools.partial(project.run, action, SELECT_CHANGES, target))
     check(result, action, changed)
-    project.checkpoint()
+    after_etl_craft = project.checkpoint()
     done, hand = timed(f"{label}: hand-written merge of the same rows",
                        functools.partial(project.execute, *hand_merge(action, f"{target}_hand", columns)))
     if done[0] != changed:
         raise RuntimeError(f"{label}: the hand-written merge updated {done[0]:,} rows, expected {changed:,}")
-    project.checkpoint()
+    after_hand = project.checkpoint()
     _, floor = timed(f"{label}: floor, INSERT ... SELECT of the same rows",
                      functools.partial(project.execute, insert_changes(f"{target}_floor", columns)))
-    return Figure(project.dialect, action, changed, seconds, result.counts.rows_written or 0, floor, hand)
+    after_floor = project.checkpoint()
+    return Figure(project.dialect, action, changed, seconds, result.counts.rows_written or 0, floor, hand,
+                  (after_etl_craft, after_floor, after_hand))
 
 
 @contextmanager
@@ -272,19 +299,25 @@ def project_on(dialect: str) -> Iterator[Project]:
 def report(figures: list[Figure], rows: int, changed: int) -> None:
     print(f"merge of {changed:,} changed rows into a {rows:,}-row target, one attempt each; this machine has "
           f"{os.cpu_count()} cores")
-    print(f"{'warehouse':<10}  {'action':<10}  {'seconds':>7}  {'rows/s':>7}  {'written':>7}  {'floor s':>7}  "
-          f"{'floor rows/s':>12}  {'x floor':>7}  {'hand-written s':>14}  {'x hand':>6}")
+    print("seconds: each step from its start to its return, commit included; + ckpt: the CHECKPOINT after it, "
+          "which writes what it left into the table files")
+    print(f"{'warehouse':<10}  {'action':<10}  {'seconds':>7}  {'+ ckpt':>6}  {'rows/s':>7}  {'written':>7}  "
+          f"{'floor s':>7}  {'+ ckpt':>6}  {'x floor':>7}  {'x floor with ckpt':>17}  {'hand-written s':>14}  "
+          f"{'+ ckpt':>6}  {'x hand':>6}")
     for f in figures:
-        print(f"{f.warehouse:<10}  {f.action:<10}  {f.seconds:>7.2f}  {f.rows / f.seconds:>7,.0f}  {f.written:>7,}  "
-              f"{f.floor:>7.2f}  {f.rows / f.floor:>12,.0f}  {f.ratio:>7.1f}  {f.hand:>14.2f}  "
-              f"{f.seconds / f.hand:>6.1f}")
+        etl_craft, floor, hand = f.checkpoints
+        print(f"{f.warehouse:<10}  {f.action:<10}  {f.seconds:>7.2f}  {etl_craft:>6.2f}  {f.rows / f.seconds:>7,.0f}  "
+              f"{f.written:>7,}  {f.floor:>7.2f}  {floor:>6.2f}  {f.ratio:>7.1f}  {f.ratio_written:>17.1f}  "
+              f"{f.hand:>14.2f}  {hand:>6.2f}  {f.seconds / f.hand:>6.1f}")
     for f in figures:
         if f.warehouse == "postgresql" and f.action == "SCD1_MERGE":
             met = "met" if f.seconds < PG_SCD1_BUDGET_SECONDS else "NOT met"
             print(f"target: PostgreSQL SCD1_MERGE of {changed:,} changed rows under {PG_SCD1_BUDGET_SECONDS:.0f} s: "
                   f"{met} ({f.seconds:.2f} s)")
-        met = "met" if f.ratio <= FLOOR_FACTOR else "NOT met"
-        print(f"target: {f.warehouse} {f.action} within {FLOOR_FACTOR:.0f}x its floor: {met} ({f.ratio:.1f}x)")
+        to_commit = "met" if f.ratio <= FLOOR_FACTOR else "NOT met"
+        written = "met" if f.ratio_written <= FLOOR_FACTOR else "NOT met"
+        print(f"target: {f.warehouse} {f.action} within {FLOOR_FACTOR:.0f}x its floor: {to_commit} to the commit "
+              f"({f.ratio:.1f}x); {written} with each side's checkpoint ({f.ratio_written:.1f}x)")
 
 
 def main() -> None:
