@@ -40,7 +40,8 @@ CREATE FUNCTION etl_craft.claim_attempt(
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number integer, lease_expires_at timestamptz)
 LANGUAGE plpgsql
 SET jit = off
-SET plan_cache_mode = force_generic_plan AS $fn$
+SET plan_cache_mode = force_generic_plan
+SET enable_sort = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);

@@ -1,8 +1,10 @@
 -- Every write-API function (the set-returning PL/pgSQL functions of the schema) runs with jit = off: a generic
 -- plan over a large queue is estimated above jit_above_cost (the claim's, past about 35,000 queued attempts) and
 -- JIT compilation then took some 60 ms on every call. The hot functions of an attempt's path plan once per session.
+-- The claim plans without sorts, so that it always walks the queue index to its limit
+-- (tests/py/conformance/test_claim_at_scale.py shows why).
 BEGIN;
-SELECT plan(3);
+SELECT plan(4);
 
 CREATE TEMP TABLE api ON COMMIT DROP AS
 SELECT p.proname::text AS name, COALESCE(p.proconfig, '{}') AS config
@@ -17,6 +19,9 @@ SELECT is_empty($$SELECT name FROM api WHERE NOT 'jit=off' = ANY (config)$$,
 SELECT set_eq($$SELECT name FROM api WHERE 'plan_cache_mode=force_generic_plan' = ANY (config)$$,
   ARRAY['claim_attempt', 'start_attempt', 'finish_attempt', 'renew_lease'],
   'the functions on every attempt''s path keep one generic plan per session');
+
+SELECT set_eq($$SELECT name FROM api WHERE 'enable_sort=off' = ANY (config)$$, ARRAY['claim_attempt'],
+  'the claim walks the queue index in claim order and never sorts the queue');
 
 SELECT * FROM finish();
 ROLLBACK;
