@@ -7,7 +7,11 @@ function path again with each claim_attempt taking up to 8 attempts (a worker wi
 machine's reference: a minimal PL/pgSQL claim (SKIP LOCKED) and guarded finish on a bare queue table (a primary
 key and a partial queue index; no summary row, audit or triggers), with the function path's share of it.
 
-    python bench/claims.py [--attempts 2000] [--processes 1,4,8] [--pgbench]
+    python bench/claims.py [--attempts 2000] [--processes 1,4,8] [--repeat 3] [--pgbench]
+
+Each path is measured --repeat times per process count, the paths' order turning each time, and the medians are
+printed, with the ratio function/raw as the median of each turn's ratio and its range over the turns: a single
+measurement of a few seconds on a shared machine moves by a quarter.
 
 With --pgbench, also the server alone: pgbench (-M prepared) runs claim + finish through the functions and
 through the minimal reference, each client draining `--attempts` attempts, with the same process counts; no
@@ -23,6 +27,7 @@ import multiprocessing as mp
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +48,7 @@ from etlcraft.engine.migrations import migrate
 
 ADMIN = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
 WORKER = Actor("bench-worker", ActorKind("WORKER"))
+PATHS = ["raw", "functions", "batched", "minimal"]
 BATCH = 8  # the last column: the function path claiming up to 8 attempts per claim_attempt (max_attempts)
 
 RAW_CLAIM = """
@@ -253,8 +259,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=2000)
     parser.add_argument("--processes", default="1,4,8")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements of each path per process count (3)")
     parser.add_argument("--pgbench", action="store_true", help="also measure the server alone with pgbench")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat is {args.repeat}; expected 1 or more")
     if args.pgbench and shutil.which("pgbench") is None:
         parser.error("--pgbench needs pgbench on PATH (Debian: postgresql-client)")
     name = f"etlcraft_bench_{uuid.uuid4().hex[:8]}"
@@ -271,17 +280,20 @@ def main() -> None:
             conn.execute("INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('bench')")
             conn.execute("INSERT INTO etl_craft.cfg_pipelines (project_id, pipeline_code) VALUES (1, 'bench')")
             conn.execute(MINIMAL_SCHEMA)
-        print(f"claim + finish of {args.attempts} attempts per measurement, PostgreSQL, this machine "
-              f"({os.cpu_count()} cores)")
-        print(f"{'processes':>9}  {'raw/s':>8}  {'functions/s':>11}  {'ratio':>6}  {f'claims of {BATCH}/s':>15}"
-              f"  {'minimal/s':>9}  {'functions/minimal':>17}")
+        print(f"claim + finish of {args.attempts} attempts per measurement, each path measured {args.repeat} times "
+              f"(medians; the paths' order turns each time), PostgreSQL, this machine ({os.cpu_count()} cores)")
+        print(f"{'processes':>9}  {'raw/s':>8}  {'functions/s':>11}  {'ratio':>6}  {'ratio range':>11}"
+              f"  {f'claims of {BATCH}/s':>15}  {'minimal/s':>9}  {'functions/minimal':>17}")
         for processes in (int(p) for p in args.processes.split(",")):
-            raw = _measure("raw", dsn, processes, args.attempts)
-            functions = _measure("functions", dsn, processes, args.attempts)
-            batched = _measure("batched", dsn, processes, args.attempts)
-            minimal = _measure("minimal", dsn, processes, args.attempts)
-            print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {functions / raw:>6.2f}  {batched:>15.0f}"
-                  f"  {minimal:>9.0f}  {functions / minimal:>17.2f}", flush=True)
+            runs: dict[str, list[float]] = {path: [] for path in PATHS}
+            for turn in range(args.repeat):
+                for path in PATHS[turn % len(PATHS):] + PATHS[:turn % len(PATHS)]:
+                    runs[path].append(_measure(path, dsn, processes, args.attempts))
+            ratios = [f / r for f, r in zip(runs["functions"], runs["raw"], strict=True)]
+            raw, functions, batched, minimal = (statistics.median(runs[path]) for path in PATHS)
+            print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {statistics.median(ratios):>6.2f}"
+                  f"  {f'{min(ratios):.2f}-{max(ratios):.2f}':>11}  {batched:>15.0f}  {minimal:>9.0f}"
+                  f"  {functions / minimal:>17.2f}", flush=True)
         if args.pgbench:
             print(f"\nthe server alone: pgbench -M prepared, {args.attempts} claim + finish per client")
             print(f"{'clients':>9}  {'functions/s':>11}  {'minimal/s':>9}  {'functions/minimal':>17}")
