@@ -144,33 +144,29 @@ class Project:
         finally:
             warehouse.dispose()
 
-    def maintain(self, *statements: str) -> None:
-        """Statements that cannot run in a transaction (VACUUM, CHECKPOINT)."""
-        if self.dialect == "duckdb":
-            self.execute(*statements)
-            return
-        url = make_url(self.config.warehouse.url).set(drivername="postgresql")
-        with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as conn:
-            for statement in statements:
-                conn.execute(statement)
-
-    def checkpoint(self) -> float:
-        """CHECKPOINT: what the steps before it changed is written into the table files. Its seconds (the
-        statement only, not opening the connection)."""
+    def maintain(self, *statements: str) -> float:
+        """Statements that cannot run in a transaction (VACUUM, CHECKPOINT); the seconds they took (the statements
+        only, not opening the connection)."""
         if self.dialect == "duckdb":
             warehouse = open_warehouse(self.config)
             try:
                 with warehouse.transaction() as session:
                     began = time.perf_counter()
-                    session.run("CHECKPOINT")
+                    for statement in statements:
+                        session.run(statement)
                     return time.perf_counter() - began
             finally:
                 warehouse.dispose()
         url = make_url(self.config.warehouse.url).set(drivername="postgresql")
         with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as conn:
             began = time.perf_counter()
-            conn.execute("CHECKPOINT")
+            for statement in statements:
+                conn.execute(statement)
             return time.perf_counter() - began
+
+    def checkpoint(self) -> float:
+        """CHECKPOINT: what the steps before it changed is written into the table files. Its seconds."""
+        return self.maintain("CHECKPOINT")
 
     def columns(self, table: str) -> list[str]:
         names = self.scalar("SELECT string_agg(lower(column_name), ',' ORDER BY ordinal_position) FROM "
