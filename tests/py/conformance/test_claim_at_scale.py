@@ -9,7 +9,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.py.support.queue import seed_queue
+from tests.py.support.queue import queue_run, seed_queue
 
 pytestmark = pytest.mark.postgres
 QUEUED, ROUNDS = 2000, 12
@@ -30,52 +30,24 @@ def _grow(dsn: str) -> None:
                              " WHERE status = 'IN-PROGRESS'")
                 conn.execute("UPDATE etl_craft.aud_pipelines_run_log SET status = 'SUCCESS', end_date = now()"
                              " WHERE status = 'IN-PROGRESS'")
-                run = conn.execute("""
-                    INSERT INTO etl_craft.aud_pipelines_run_log
-                      (pipeline_id, run_key, trigger_kind, run_date, status, queued_at, start_date, started_by,
-                       started_by_kind)
-                    VALUES (1, %s, 'MANUAL', DATE '2026-01-01', 'IN-PROGRESS', now(), now(), 't', 'HUMAN')
-                    RETURNING pipeline_run_id""", (f"manual:round-{round_}",)).fetchone()
-                assert run is not None
-                conn.execute("""
-                    INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status, attempt_count)
-                    SELECT %s, task_id, 'IN-PROGRESS', 1 FROM etl_craft.cfg_tasks""", (run[0],))
-                conn.execute("""
-                    INSERT INTO etl_craft.aud_task_attempts
-                      (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
-                    SELECT task_run_id, 1, 'QUEUED', clock_timestamp(), 't', 'HUMAN' FROM etl_craft.aud_task_run_log
-                     WHERE pipeline_run_id = %s""", (run[0],))
-            conn.execute("VACUUM ANALYZE etl_craft.aud_task_attempts")
-            conn.execute("VACUUM ANALYZE etl_craft.aud_task_run_log")
+                queue_run(conn, 1, f"manual:round-{round_}")
+            _analyze(conn)
 
 
-@pytest.mark.parametrize("max_attempts", [1, 8])
-def test_claim_attempt__a_grown_table__reads_the_first_queued_attempts_only(pg_url: str, max_attempts: int) -> None:
-    dsn = pg_url.replace("postgresql+psycopg", "postgresql")
-    seed_queue(pg_url, QUEUED)
-    _grow(dsn)
-    with psycopg.connect(dsn) as conn:  # a new session: its plan of the claim is made now, from these statistics
-        claimed = conn.execute(
-            "SELECT attempt_id FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'warehouse',"
-            " p_owner_id => 'w1', p_max_attempts => %s, p_actor => 'w1@pytest', p_actor_kind => 'WORKER')",
-            (max_attempts,)).fetchall()
-        fetched = conn.execute("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables"
-                               " WHERE schemaname = 'etl_craft' AND relname = 'aud_task_run_log'").fetchone()
-        conn.rollback()
-    assert len(claimed) == max_attempts
-    assert fetched is not None
-    # Each claimed attempt's run is read once to check it, and once more for the rows returned; reading every
-    # queued attempt's run would be about 2,000.
-    assert fetched[0] <= 4 * max_attempts, f"the claim read {fetched[0]} task runs for {max_attempts} attempt(s)"
+def _analyze(conn: psycopg.Connection) -> None:
+    """What autovacuum would have done by now to the tables a claim reads (on a connection in autocommit)."""
+    conn.execute("VACUUM ANALYZE etl_craft.aud_task_attempts")
+    conn.execute("VACUUM ANALYZE etl_craft.aud_task_run_log")
 
 
-def _task_runs_read_by_claim(dsn: str, run_id: int, max_attempts: int) -> tuple[list[int], int]:
-    """The attempts a claim for `run_id` takes, and the task runs it read, in a transaction rolled back after."""
+def _claim_reads(dsn: str, max_attempts: int, slot_kinds: str, run_id: int | None = None) -> tuple[list[int], int]:
+    """The attempts a claim takes in a new session (its plan is made from the current statistics), and the task runs
+    it read, in a transaction rolled back after."""
     with psycopg.connect(dsn) as conn:
         claimed = [r[0] for r in conn.execute(
-            "SELECT attempt_id FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'ingestion,warehouse',"
+            "SELECT attempt_id FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => %s,"
             " p_owner_id => 'w1', p_max_attempts => %s, p_run_id => %s, p_actor => 'w1@pytest',"
-            " p_actor_kind => 'WORKER')", (max_attempts, run_id)).fetchall()]
+            " p_actor_kind => 'WORKER')", (slot_kinds, max_attempts, run_id)).fetchall()]
         fetched = conn.execute("SELECT idx_tup_fetch FROM pg_stat_xact_user_tables"
                                " WHERE schemaname = 'etl_craft' AND relname = 'aud_task_run_log'").fetchone()
         conn.rollback()
@@ -83,10 +55,22 @@ def _task_runs_read_by_claim(dsn: str, run_id: int, max_attempts: int) -> tuple[
     return claimed, int(fetched[0])
 
 
+@pytest.mark.parametrize("max_attempts", [1, 8])
+def test_claim_attempt__a_grown_table__reads_the_first_queued_attempts_only(pg_url: str, max_attempts: int) -> None:
+    dsn = pg_url.replace("postgresql+psycopg", "postgresql")
+    seed_queue(pg_url, QUEUED)
+    _grow(dsn)
+    claimed, fetched = _claim_reads(dsn, max_attempts, "warehouse")
+    assert len(claimed) == max_attempts
+    # Each claimed attempt's run is read once to check it, and once more for the rows returned; reading every
+    # queued attempt's run would be about 2,000.
+    assert fetched <= 4 * max_attempts, f"the claim read {fetched} task runs for {max_attempts} attempt(s)"
+
+
 def test_claim_attempt__for_a_run_of_2000_queued_attempts__reads_a_few_task_runs(pg_url: str) -> None:
     """`etl-craft run` claims with run_id: a run of many tasks does not make each claim read all its task runs."""
     seed_queue(pg_url, QUEUED)
-    claimed, fetched = _task_runs_read_by_claim(pg_url.replace("postgresql+psycopg", "postgresql"), 1, 2)
+    claimed, fetched = _claim_reads(pg_url.replace("postgresql+psycopg", "postgresql"), 2, "ingestion,warehouse", 1)
     assert claimed == [1, 2]
     assert fetched <= 10, f"the claim read {fetched} task runs to claim 2 attempts"
 
@@ -107,23 +91,9 @@ def test_claim_attempt__for_one_run__reads_that_runs_attempts_not_the_pool_queue
         conn.execute("""
             INSERT INTO etl_craft.cfg_tasks (pipeline_id, task_code, handler, action, sql_file)
             SELECT 2, 'm' || g, 'SQL', 'APPEND_TABLE', 't.sql' FROM generate_series(1, 5) g""")
-        run = conn.execute("""
-            INSERT INTO etl_craft.aud_pipelines_run_log
-              (pipeline_id, run_key, trigger_kind, run_date, status, queued_at, start_date, started_by, started_by_kind)
-            VALUES (2, 'manual:mine', 'MANUAL', DATE '2026-01-01', 'IN-PROGRESS', now(), now(), 't', 'HUMAN')
-            RETURNING pipeline_run_id""").fetchone()
-        assert run is not None
-        conn.execute("""
-            INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status, attempt_count)
-            SELECT %s, task_id, 'IN-PROGRESS', 1 FROM etl_craft.cfg_tasks WHERE pipeline_id = 2""", (run[0],))
-        mine = [r[0] for r in conn.execute("""
-            INSERT INTO etl_craft.aud_task_attempts
-              (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
-            SELECT task_run_id, 1, 'QUEUED', clock_timestamp(), 't', 'HUMAN' FROM etl_craft.aud_task_run_log
-             WHERE pipeline_run_id = %s ORDER BY task_run_id RETURNING attempt_id""", (run[0],)).fetchall()]
+        run, mine = queue_run(conn, 2, "manual:mine")
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE etl_craft.aud_task_attempts")
-        conn.execute("VACUUM ANALYZE etl_craft.aud_task_run_log")
-    claimed, fetched = _task_runs_read_by_claim(dsn, run[0], 2)
+        _analyze(conn)
+    claimed, fetched = _claim_reads(dsn, 2, "ingestion,warehouse", run)
     assert claimed == sorted(mine)[:2], "the run's two oldest attempts, in claim order"
     assert fetched <= 20, f"the claim read {fetched} task runs to claim 2 of its run's 5 attempts"
