@@ -81,11 +81,10 @@ SELECT ATTEMPT_ID, OWNER_ID, HOST, PID, PROCESS_START, LEASE_EXPIRES_AT
 
 -- name: run_queued_pools :many
 -- The pools and slot kinds of a run's QUEUED attempts (a local overseer claims only its own run's attempts).
-SELECT DISTINCT a.POOL, a.SLOT_KIND
-  FROM {AUD_TASK_ATTEMPTS} a
-  JOIN {AUD_TASK_RUN_LOG} t ON t.TASK_RUN_ID = a.TASK_RUN_ID
- WHERE t.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED'
- ORDER BY a.POOL, a.SLOT_KIND;
+SELECT DISTINCT POOL, SLOT_KIND
+  FROM {AUD_TASK_ATTEMPTS}
+ WHERE PIPELINE_RUN_ID = :run_id AND STATUS = 'QUEUED'
+ ORDER BY POOL, SLOT_KIND;
 
 -- name: run_task_edges :many
 -- The in-pipeline dependencies of the run's pipeline (both tasks active): task, its upstream, the edge's type.

@@ -3,6 +3,7 @@
 -- Every change is a compare-and-set on (ATTEMPT_ID, STATUS[, OWNER_ID]) and writes the task-run summary in the
 -- same transaction; a refused call changes nothing.
 
+
 -- @function claim_attempt
 -- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
@@ -52,41 +53,73 @@ BEGIN
     WHERE COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1;
   PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
     WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
-  SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim
-    FROM (SELECT k.ATTEMPT_ID
-            FROM (
-                  SELECT * FROM (
-                    SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
-                      FROM etl_craft.AUD_TASK_ATTEMPTS a
-                     WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion'
-                       AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
-                       AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
-                       AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
-                                   AND (p_run_id IS NULL OR r.PIPELINE_RUN_ID = p_run_id)
-                              FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
-                             WHERE t.TASK_RUN_ID = a.TASK_RUN_ID)
-                     ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
-                     LIMIT p_max_attempts
-                     FOR UPDATE OF a SKIP LOCKED
-                  ) k_ingestion
-                  UNION ALL
-                  SELECT * FROM (
-                    SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
-                      FROM etl_craft.AUD_TASK_ATTEMPTS a
-                     WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse'
-                       AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
-                       AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
-                       AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
-                                   AND (p_run_id IS NULL OR r.PIPELINE_RUN_ID = p_run_id)
-                              FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
-                             WHERE t.TASK_RUN_ID = a.TASK_RUN_ID)
-                     ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
-                     LIMIT p_max_attempts
-                     FOR UPDATE OF a SKIP LOCKED
-                  ) k_warehouse
-                 ) k
-           ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
-           LIMIT p_max_attempts) c;
+  IF p_run_id IS NULL THEN
+    SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim FROM (SELECT k.ATTEMPT_ID
+        FROM (
+              SELECT * FROM (
+                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                  FROM etl_craft.AUD_TASK_ATTEMPTS a
+                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion'
+                   AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
+                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                   AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                          FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
+                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                 LIMIT p_max_attempts
+                 FOR UPDATE OF a SKIP LOCKED
+              ) k_ingestion
+              UNION ALL
+              SELECT * FROM (
+                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                  FROM etl_craft.AUD_TASK_ATTEMPTS a
+                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse'
+                   AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
+                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                   AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                          FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
+                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                 LIMIT p_max_attempts
+                 FOR UPDATE OF a SKIP LOCKED
+              ) k_warehouse
+             ) k
+       ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
+       LIMIT p_max_attempts) c;
+  ELSE
+    SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim FROM (SELECT k.ATTEMPT_ID
+        FROM (
+              SELECT * FROM (
+                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                  FROM etl_craft.AUD_TASK_ATTEMPTS a
+                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion'
+                   AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
+                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                   AND a.PIPELINE_RUN_ID = p_run_id
+                   AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+                                WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
+                                  AND r.CANCEL_REQUESTED_AT IS NULL)
+                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                 LIMIT p_max_attempts
+                 FOR UPDATE OF a SKIP LOCKED
+              ) k_ingestion
+              UNION ALL
+              SELECT * FROM (
+                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                  FROM etl_craft.AUD_TASK_ATTEMPTS a
+                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse'
+                   AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
+                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                   AND a.PIPELINE_RUN_ID = p_run_id
+                   AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+                                WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
+                                  AND r.CANCEL_REQUESTED_AT IS NULL)
+                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                 LIMIT p_max_attempts
+                 FOR UPDATE OF a SKIP LOCKED
+              ) k_warehouse
+             ) k
+       ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
+       LIMIT p_max_attempts) c;
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'CLAIMED', OWNER_ID = p_owner_id, CLAIMED_AT = v_now, HEARTBEAT_AT = v_now,
          LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))

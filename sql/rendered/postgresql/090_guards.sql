@@ -4,7 +4,8 @@
 --   * append-only history: audit rows and ended attempts never change (EC002);
 --   * stamps: CREATED_BY/CREATED_DATE/UPDATED_BY/UPDATED_DATE of CFG_ rows hold the actor, never a hand-set
 --     value (EC003), and every CFG_ change is recorded in AUD_METADATA_CHANGES with before/after images;
---   * transitions: a STATUS change not listed in sql/state_machine.yaml is refused (EC010).
+--   * transitions: a STATUS change not listed in sql/state_machine.yaml is refused (EC010);
+--   * derived columns: an attempt's PIPELINE_RUN_ID is its task run's, whatever the insert gave.
 -- Rendered against the live catalog (tables), so the SQLite images list every column of each CFG_ table.
 -- tg_engine_only(remedy): statement trigger; refuses INSERT, UPDATE, DELETE and TRUNCATE in a transaction that
 -- etl-craft did not mark with set_config('etl_craft.actor', <actor>, true). TRUNCATE is refused even then: it
@@ -234,6 +235,17 @@ BEGIN
 END
 $$;
 
+-- tg_aud_task_attempts__run(): BEFORE INSERT OR UPDATE OF TASK_RUN_ID on AUD_TASK_ATTEMPTS; copies the task run's
+-- PIPELINE_RUN_ID onto the attempt, so that a run's queue is one range of ix_attempts_run_queue (claim_attempt
+-- with run_id).
+CREATE OR REPLACE FUNCTION etl_craft.tg_aud_task_attempts__run() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.PIPELINE_RUN_ID := (SELECT t.PIPELINE_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = NEW.TASK_RUN_ID);
+  RETURN NEW;
+END
+$$;
+
 -- AUD_ACTIONS
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_ACTIONS
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
@@ -306,6 +318,8 @@ CREATE OR REPLACE TRIGGER _020_ended_rows_are_final BEFORE UPDATE ON etl_craft.A
   EXECUTE FUNCTION etl_craft.tg_append_only('ATTEMPT_ID', 'the attempt has ended and its row is final; a new attempt records a new execution');
 CREATE OR REPLACE TRIGGER _020_append_only BEFORE DELETE ON etl_craft.AUD_TASK_ATTEMPTS
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_append_only('ATTEMPT_ID', 'attempts are history and are never deleted');
+CREATE OR REPLACE TRIGGER _050_run_of_task_run BEFORE INSERT OR UPDATE OF TASK_RUN_ID ON etl_craft.AUD_TASK_ATTEMPTS
+  FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_task_attempts__run();
 
 -- AUD_TASK_OFFSETS
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_TASK_OFFSETS

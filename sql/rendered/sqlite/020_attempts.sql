@@ -3,6 +3,7 @@
 -- Every change is a compare-and-set on (ATTEMPT_ID, STATUS[, OWNER_ID]) and writes the task-run summary in the
 -- same transaction; a refused call changes nothing.
 
+
 -- @function claim_attempt
 -- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz

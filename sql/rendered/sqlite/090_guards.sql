@@ -4,7 +4,8 @@
 --   * append-only history: audit rows and ended attempts never change (EC002);
 --   * stamps: CREATED_BY/CREATED_DATE/UPDATED_BY/UPDATED_DATE of CFG_ rows hold the actor, never a hand-set
 --     value (EC003), and every CFG_ change is recorded in AUD_METADATA_CHANGES with before/after images;
---   * transitions: a STATUS change not listed in sql/state_machine.yaml is refused (EC010).
+--   * transitions: a STATUS change not listed in sql/state_machine.yaml is refused (EC010);
+--   * derived columns: an attempt's PIPELINE_RUN_ID is its task run's, whatever the insert gave.
 -- Rendered against the live catalog (tables), so the SQLite images list every column of each CFG_ table.
 
 -- CFG_BUSINESS_RULES: stamps and the change record
@@ -703,6 +704,22 @@ BEGIN
   SELECT etl_craft_note('DELETE of AUD_TASK_ATTEMPTS ATTEMPT_ID=' || OLD.ATTEMPT_ID
     || ' refused: attempts are history and are never deleted');
   SELECT RAISE(ABORT, 'EC002: AUD_TASK_ATTEMPTS: attempts are never deleted');
+END;
+-- An attempt's PIPELINE_RUN_ID is its task run's (the claim of one run reads the run's queue through it). The
+-- UPDATE fires no update trigger that refuses it: the new attempt is live, and its STATUS does not change.
+DROP TRIGGER IF EXISTS _050_aud_task_attempts__run_of_task_run;
+CREATE TRIGGER _050_aud_task_attempts__run_of_task_run AFTER INSERT ON AUD_TASK_ATTEMPTS
+BEGIN
+  UPDATE AUD_TASK_ATTEMPTS
+     SET PIPELINE_RUN_ID = (SELECT t.PIPELINE_RUN_ID FROM AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = NEW.TASK_RUN_ID)
+   WHERE ATTEMPT_ID = NEW.ATTEMPT_ID;
+END;
+DROP TRIGGER IF EXISTS _050_aud_task_attempts__run_of_task_run_update;
+CREATE TRIGGER _050_aud_task_attempts__run_of_task_run_update AFTER UPDATE OF TASK_RUN_ID ON AUD_TASK_ATTEMPTS
+BEGIN
+  UPDATE AUD_TASK_ATTEMPTS
+     SET PIPELINE_RUN_ID = (SELECT t.PIPELINE_RUN_ID FROM AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = NEW.TASK_RUN_ID)
+   WHERE ATTEMPT_ID = NEW.ATTEMPT_ID;
 END;
 
 -- AUD_ACTIONS: append-only

@@ -174,6 +174,32 @@ def test_claim_attempt__runs_not_in_progress_or_asked_to_cancel__are_skipped(att
         assert att.attempt(skipped.attempt_id)["STATUS"] == "QUEUED"
 
 
+def test_claim_attempt__run_id__only_that_runs_attempts_in_claim_order_while_it_runs(att: Attempts) -> None:
+    """`etl-craft run` claims with run_id: the run's own queue (ix_attempts_run_queue), across slot kinds, and
+    nothing of a run that is not IN-PROGRESS or is asked to cancel."""
+    other = att.queue("load", key="manual:other", priority=9)
+    mine_low = att.queue("load", key="manual:mine", priority=1)
+    mine_high = att.queue("ingest", key="manual:mine", priority=5)
+    claim = {"pool": "default", "slot_kinds": "ingestion,warehouse", "owner_id": OWNER, "max_attempts": 10}
+    assert call(att.db, "claim_attempt", run_id=mine_low.run_id, **{**claim, "pool": "gpu"}) == []
+    assert call(att.db, "claim_attempt", run_id=mine_low.run_id, **{**claim, "slot_kinds": "warehouse",
+                                                                    "max_attempts": 1})[0].attempt_id == \
+        mine_low.attempt_id
+    rows = call(att.db, "claim_attempt", run_id=mine_low.run_id, **claim)
+    assert [(r.attempt_id, r.pipeline_run_id) for r in rows] == [(mine_high.attempt_id, mine_high.run_id)]
+    assert call(att.db, "claim_attempt", run_id=mine_low.run_id, **claim) == []
+    assert att.attempt(other.attempt_id)["STATUS"] == "QUEUED"
+    assert [r.attempt_id for r in call(att.db, "claim_attempt", run_id=other.run_id, **claim)] == [other.attempt_id]
+    att.run("manual:queued", status="QUEUED")
+    in_queued_run = att.queue(key="manual:queued")
+    live = att.claimed(key="manual:cancelled")
+    call(att.db, "cancel_run", run_id=live.run_id, reason="wrong day")
+    in_cancelled_run = att.queue("ingest", key="manual:cancelled", slot_kind="warehouse")
+    for skipped in (in_queued_run, in_cancelled_run):
+        assert call(att.db, "claim_attempt", run_id=skipped.run_id, **claim) == []
+        assert att.attempt(skipped.attempt_id)["STATUS"] == "QUEUED"
+
+
 def test_claim_attempt__bad_arguments__are_refused_by_policy(att: Attempts) -> None:
     att.queue()
     before = att.snapshot()

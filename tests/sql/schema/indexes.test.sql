@@ -1,10 +1,10 @@
--- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008) name exists on its table with its columns,
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009) name exists on its table with its columns,
 -- uniqueness and partial predicate, and that the unique ones refuse what they must (a second live attempt of a task run, a second run
 -- with the same (PIPELINE_ID, RUN_KEY), a second open pause, a second open gate wait, a second open flag of a rule and
 -- key, duplicate active codes, ...) while allowing what they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(178);
+SELECT plan(182);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -37,6 +37,9 @@ INSERT INTO expected_indexes VALUES
    '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
   ('aud_task_attempts', 'ix_attempts_queue', ARRAY['pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
    '((status)::text = ''QUEUED''::text)'),
+  ('aud_task_attempts', 'ix_attempts_run_queue',
+   ARRAY['pipeline_run_id', 'pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
+   '((status)::text = ''QUEUED''::text)'),
   ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id', 'attempt_id'], false,
    '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
   ('aud_pipelines_run_log', 'ux_one_running_run', ARRAY['pipeline_id'], true,
@@ -67,9 +70,9 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 34 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 35 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 34: each index on its table, with its columns in order.
+-- 35: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
@@ -78,13 +81,13 @@ SELECT has_index('etl_craft', tbl, idx, cols::name[],
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
--- 31: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- 32: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
 -- reads ix_attempts_lease and ix_runs_lease, the claim reads ix_attempts_queue).
 SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 34: the partial ones have their WHERE clause, the others have none.
+-- 35: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,
@@ -92,10 +95,13 @@ SELECT is(
        ELSE format('%s is partial: WHERE %s', idx, pred) END)
   FROM expected_indexes ORDER BY tbl, idx;
 
--- 1: the claim index reads the highest PRIORITY first.
+-- 2: the claim indexes read the highest PRIORITY first.
 SELECT matches(pg_get_indexdef('etl_craft.ix_attempts_queue'::regclass),
   '\(pool, slot_kind, priority DESC, queued_at, attempt_id\)',
   'ix_attempts_queue orders PRIORITY DESC, between SLOT_KIND and QUEUED_AT, then ATTEMPT_ID: the claim order');
+SELECT matches(pg_get_indexdef('etl_craft.ix_attempts_run_queue'::regclass),
+  '\(pipeline_run_id, pool, slot_kind, priority DESC, queued_at, attempt_id\)',
+  'ix_attempts_run_queue is one run''s queue in the claim order (the claim with run_id)');
 
 -- Behaviour, on the seed: project tp, pool tpool, pipelines up_pl and down_pl, tasks extract and load, runs
 -- manual:up1 and manual:down1, the task run of extract in manual:up1 with attempt 1 QUEUED, an open pause of up_pl.

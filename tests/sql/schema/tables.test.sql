@@ -1,9 +1,9 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
--- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules) create: exactly its 25
+-- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue) create: exactly its 25
 -- tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
 -- foreign key (and no others).
 BEGIN;
-SELECT plan(153);
+SELECT plan(154);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -185,6 +185,7 @@ INSERT INTO expected_columns VALUES
   ('aud_task_attempts', 32, 'requested_by_kind', 'character varying(16)', true),
   ('aud_task_attempts', 33, 'cancel_requested_at', 'timestamp with time zone', false),
   ('aud_task_attempts', 34, 'cancel_acknowledged_at', 'timestamp with time zone', false),
+  ('aud_task_attempts', 35, 'pipeline_run_id', 'bigint', false),
   ('aud_gate_decisions', 1, 'decision_id', 'bigint', true),
   ('aud_gate_decisions', 2, 'pipeline_run_id', 'bigint', true),
   ('aud_gate_decisions', 3, 'task_run_id', 'bigint', false),
@@ -381,6 +382,7 @@ INSERT INTO expected_fks VALUES
   ('aud_task_run_log', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
   ('aud_task_run_log', 'task_id', 'cfg_tasks', 'task_id'),
   ('aud_task_attempts', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
+  ('aud_task_attempts', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
   ('aud_gate_decisions', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
   ('aud_gate_decisions', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
   ('aud_gate_decisions', 'attempt_id', 'aud_task_attempts', 'attempt_id'),
@@ -426,7 +428,7 @@ SELECT set_eq(
        JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
       WHERE n.nspname = 'etl_craft' AND k.contype = 'f'$$,
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
-  'etl_craft has exactly the 43 single-column foreign keys the migration declares');
+  'etl_craft has exactly the 44 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
                      'aud_target_hash_version']::name[]) tbl;

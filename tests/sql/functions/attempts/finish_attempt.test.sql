@@ -70,7 +70,7 @@ SELECT results_eq(
 -- seed's attempt 1 of extract in manual:up1 (up_pl runs one run at a time), claimed by w1
 CREATE TEMP TABLE f ON COMMIT DROP AS
 SELECT x.attempt_id AS id FROM etl_craft.aud_task_attempts x JOIN etl_craft.aud_task_run_log t USING (task_run_id)
-  JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id) WHERE r.run_key = 'manual:up1';
+  JOIN etl_craft.aud_pipelines_run_log r ON r.pipeline_run_id = t.pipeline_run_id WHERE r.run_key = 'manual:up1';
 UPDATE etl_craft.aud_task_attempts SET status = 'CLAIMED', owner_id = 'w1', claimed_at = etl_craft.clock_now(),
        heartbeat_at = etl_craft.clock_now(), lease_expires_at = etl_craft.clock_now() + interval '60 seconds'
  WHERE attempt_id = (SELECT id FROM f);

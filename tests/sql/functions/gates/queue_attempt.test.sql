@@ -87,7 +87,7 @@ SELECT is((SELECT row(attempt_number, outcome)::text FROM etl_craft.queue_attemp
              p_task_id => etl_test.gates_task('g_ingest'), p_rerun => true)),
           '(3,QUEUED)', 'rerun queues a succeeded task again as attempt 3');
 SELECT is((SELECT count(*)::int FROM etl_craft.aud_task_attempts a JOIN etl_craft.aud_task_run_log t USING (task_run_id)
-            JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id) WHERE r.run_key = 'schedule:1'), 3,
+            JOIN etl_craft.aud_pipelines_run_log r ON r.pipeline_run_id = t.pipeline_run_id WHERE r.run_key = 'schedule:1'), 3,
           'every attempt of the task run is kept');
 
 -- 15-19: every run status but IN-PROGRESS is refused (EC020). The runs are of g_down's twin g_down_r: schedule:1
