@@ -247,3 +247,50 @@ def test_concurrent_init_db_on_postgres_applies_once(empty_pg_url: str) -> None:
         thread.join()
     assert errors == []
     assert sorted(len(r.applied) for r in reports) == [0, len(engine_migrations("postgresql", "etl_craft"))]  # type: ignore[attr-defined]
+
+
+def test_0009_upgrade__live_attempts_get_their_run__ended_attempts_stay_as_they_were(empty_db: EngineDB) -> None:
+    """A database of the release before 0009, with one QUEUED and one ended attempt: the upgrade gives the live one
+    its run (the claim for one run reads it) and leaves the ended one's final row alone; new attempts get theirs
+    from the trigger the upgrade's refreshed guards create."""
+    q = empty_db.qualify
+    with acting_as(ACTOR):
+        migrate(empty_db, up_to="0008")
+        with empty_db.write() as conn:
+            # The guards of that release had no _050 trigger; the upgrade's guards differ, so they are refreshed.
+            trigger = ("_050_run_of_task_run ON " + q("AUD_TASK_ATTEMPTS") if empty_db.is_postgres
+                       else "_050_aud_task_attempts__run_of_task_run")
+            conn.execute(sa.text(f"DROP TRIGGER {trigger}"))
+            conn.execute(sa.text(f"DELETE FROM {q('SCHEMA_MIGRATIONS')} WHERE VERSION = 'R:090_guards'"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE) VALUES ('p')"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PIPELINES')} (PROJECT_ID, PIPELINE_CODE) VALUES (1, 'pl')"))
+            for code in ("a", "b", "c"):
+                conn.execute(sa.text(f"INSERT INTO {q('CFG_TASKS')} (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE)"
+                                     " VALUES (1, :code, 'SQL', 'APPEND_TABLE', 't.sql')"), {"code": code})
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_PIPELINES_RUN_LOG')} (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS,"
+                " QUEUED_AT, START_DATE, STARTED_BY, STARTED_BY_KIND) VALUES (1, 'manual:1', 'MANUAL', '2026-01-01',"
+                " 'IN-PROGRESS', '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00', 't', 'HUMAN')"))
+            for task in (1, 2, 3):
+                conn.execute(sa.text(f"INSERT INTO {q('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS)"
+                                     " VALUES (1, :task, 'IN-PROGRESS')"), {"task": task})
+            for task_run in (1, 2):
+                conn.execute(sa.text(
+                    f"INSERT INTO {q('AUD_TASK_ATTEMPTS')} (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, QUEUED_AT,"
+                    " REQUESTED_BY, REQUESTED_BY_KIND) VALUES (:tr, 1, 'QUEUED', '2026-01-01 00:00:00+00', 't',"
+                    " 'HUMAN')"), {"tr": task_run})
+            conn.execute(sa.text(f"UPDATE {q('AUD_TASK_ATTEMPTS')} SET STATUS = 'CLAIMED', OWNER_ID = 'w',"
+                                 " CLAIMED_AT = '2026-01-01 00:00:00+00' WHERE TASK_RUN_ID = 2"))
+            conn.execute(sa.text(f"UPDATE {q('AUD_TASK_ATTEMPTS')} SET STATUS = 'SUCCESS',"
+                                 " ENDED_AT = '2026-01-01 00:00:00+00' WHERE TASK_RUN_ID = 2"))
+        report = migrate(empty_db)
+        with empty_db.write() as conn:
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_TASK_ATTEMPTS')} (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, QUEUED_AT, REQUESTED_BY,"
+                " REQUESTED_BY_KIND) VALUES (3, 1, 'QUEUED', '2026-01-01 00:00:00+00', 't', 'HUMAN')"))
+    assert [m.version for m in report.applied] == ["0009"]
+    assert "090_guards" in [m.name for m in report.refreshed]
+    with empty_db.read() as conn:
+        rows = conn.execute(sa.text(
+            f"SELECT TASK_RUN_ID, STATUS, PIPELINE_RUN_ID FROM {q('AUD_TASK_ATTEMPTS')} ORDER BY TASK_RUN_ID")).all()
+    assert [tuple(r) for r in rows] == [(1, "QUEUED", 1), (2, "SUCCESS", None), (3, "QUEUED", 1)]
