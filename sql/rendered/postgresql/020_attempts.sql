@@ -127,8 +127,9 @@ BEGIN
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.pipeline_run_id::bigint, q.task_id::bigint, q.attempt_number::integer, q.lease_expires_at::timestamptz
     FROM (
-      SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, t.PIPELINE_RUN_ID, t.TASK_ID, a.ATTEMPT_NUMBER, a.LEASE_EXPIRES_AT
-        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+      SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.PIPELINE_RUN_ID,
+             (SELECT t.TASK_ID FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = a.TASK_RUN_ID), a.ATTEMPT_NUMBER, a.LEASE_EXPIRES_AT
+        FROM etl_craft.AUD_TASK_ATTEMPTS a
        WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_claim, ',') AS bigint[]))
        ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
     ) AS q(attempt_id, task_run_id, pipeline_run_id, task_id, attempt_number, lease_expires_at);

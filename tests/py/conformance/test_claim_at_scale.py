@@ -41,14 +41,15 @@ def _analyze(conn: psycopg.Connection) -> None:
 
 
 def _claim_reads(dsn: str, max_attempts: int, slot_kinds: str, run_id: int | None = None) -> tuple[list[int], int]:
-    """The attempts a claim takes in a new session (its plan is made from the current statistics), and the runs and
-    task runs it read, in a transaction rolled back after."""
+    """The attempts a claim takes in a new session (its plan is made from the current statistics), and the rows of
+    runs and task runs it read, by index or by scan, in a transaction rolled back after."""
     with psycopg.connect(dsn) as conn:
         claimed = [r[0] for r in conn.execute(
             "SELECT attempt_id FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => %s,"
             " p_owner_id => 'w1', p_max_attempts => %s, p_run_id => %s, p_actor => 'w1@pytest',"
             " p_actor_kind => 'WORKER')", (slot_kinds, max_attempts, run_id)).fetchall()]
-        fetched = conn.execute("SELECT sum(idx_tup_fetch) FROM pg_stat_xact_user_tables WHERE schemaname = 'etl_craft'"
+        fetched = conn.execute("SELECT sum(idx_tup_fetch + seq_tup_read) FROM pg_stat_xact_user_tables"
+                               " WHERE schemaname = 'etl_craft'"
                                " AND relname IN ('aud_task_run_log', 'aud_pipelines_run_log')").fetchone()
         conn.rollback()
     assert fetched is not None
