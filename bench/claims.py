@@ -7,6 +7,10 @@ function path again with each claim_attempt taking up to 8 attempts (a worker wi
 machine's reference: a minimal PL/pgSQL claim (SKIP LOCKED) and guarded finish on a bare queue table (a primary
 key and a partial queue index; no summary row, audit or triggers), with the function path's share of it.
 
+The function and raw paths claim as `etl-craft run` does, committing the claim without waiting for its WAL flush
+(claim_attempt's durable => false; the raw claim sets synchronous_commit off for its transaction); their finishes
+wait for it. The minimal reference, as issue 3 defines it, waits for the flush of both.
+
     python bench/claims.py [--attempts 2000] [--processes 1,4,8] [--repeat 3] [--pgbench]
 
 Each path is measured --repeat times per process count, the paths' order turning each time, and the medians are
@@ -62,6 +66,8 @@ UPDATE etl_craft.aud_task_attempts a
                         FOR UPDATE SKIP LOCKED LIMIT 1)
 RETURNING a.attempt_id, a.task_run_id
 """
+# The claim commits without waiting for its WAL flush, as claim_attempt(durable => false) does for etl-craft run.
+RAW_NOT_DURABLE = "SELECT set_config('synchronous_commit', 'off', true)"
 RAW_FINISH_ATTEMPT = """
 UPDATE etl_craft.aud_task_attempts
    SET status = 'SUCCESS', ended_at = now(), owner_id = owner_id, lease_expires_at = NULL, rows_written = 1
@@ -164,6 +170,7 @@ def _raw_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None
         start.wait()
         while True:
             with conn.transaction():
+                conn.execute(RAW_NOT_DURABLE, prepare=True)
                 row = conn.execute(RAW_CLAIM, {"owner": owner}, prepare=True).fetchone()
             if row is None:
                 break
@@ -185,7 +192,7 @@ def _function_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue,  #
         start.wait()
         while True:
             claimed = call_on(db, conn, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id=owner,
-                              max_attempts=batch)
+                              max_attempts=batch, durable=False)
             if not claimed:
                 break
             for attempt in claimed:
@@ -204,7 +211,8 @@ def _batched_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> 
 PGBENCH_SCRIPTS = {
     "functions": """\\set cid :client_id
 SELECT attempt_id AS aid FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'warehouse',
-  p_owner_id => 'pgbench-' || :cid, p_max_attempts => 1, p_actor => 'bench-worker', p_actor_kind => 'WORKER') \\gset
+  p_owner_id => 'pgbench-' || :cid, p_max_attempts => 1, p_durable => false, p_actor => 'bench-worker',
+  p_actor_kind => 'WORKER') \\gset
 SELECT 1 FROM etl_craft.finish_attempt(p_attempt_id => :aid, p_owner_id => 'pgbench-' || :cid, p_status => 'SUCCESS',
   p_rows_written => 1, p_actor => 'bench-worker', p_actor_kind => 'WORKER');
 """,

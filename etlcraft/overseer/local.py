@@ -224,9 +224,11 @@ class RunLoop:
                 self._claim_pool(pool, kind)
 
     def _claim_pool(self, pool: str, kind: str) -> None:
+        # Not durable: a claim lost in a server crash is refused at the task process's start_attempt, which runs
+        # before the task does anything and whose synchronous commit makes the claim durable too.
         claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
                        lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
-                       max_attempts=self.supervisor.free)
+                       max_attempts=self.supervisor.free, durable=False)
         for attempt in claimed:
             fault_point("attempt_claimed")
             code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)

@@ -5,14 +5,19 @@
 
 
 -- @function claim_attempt
--- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL
+-- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL, durable bool = true
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
 -- @purpose Claim up to max_attempts QUEUED attempts of pool whose SLOT_KIND is in slot_kinds (a comma list, such
 --   as 'ingestion,warehouse') for owner_id, with a lease of lease_seconds: highest PRIORITY first, then the oldest
 --   (QUEUED_AT, ATTEMPT_ID). Only attempts that are due (NOT_BEFORE NULL or past) and whose run is IN-PROGRESS with
 --   no cancel requested are claimed; with run_id, only attempts of that run (an `etl-craft run` supervising one run).
 --   Sets OWNER_ID, CLAIMED_AT, LEASE_EXPIRES_AT and HEARTBEAT_AT and returns the attempts claimed, in that order;
---   none when nothing is ready (not an error).
+--   none when nothing is ready (not an error). With durable false (PostgreSQL; SQLite ignores it) the transaction
+--   commits without waiting for its WAL to reach disk (synchronous_commit off for this transaction only): a claim lost
+--   in a server crash returns its attempts to the queue, and the claimant's next call on them (start_attempt,
+--   finish_attempt, renew_lease), a synchronous commit whose flush also makes the claim durable, is refused, so
+--   nothing has run. Use it only when the claim is its own transaction and nothing irrevocable happens before that
+--   next call; `etl-craft run` claims this way.
 -- @transition ATTEMPT QUEUED -> CLAIMED
 -- @locks the claimed attempt rows. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claimers get disjoint
 --   attempts and never wait on each other (with several slot kinds, the best candidates of each kind are locked until
@@ -36,6 +41,7 @@ CREATE FUNCTION etl_craft.claim_attempt(
   p_lease_seconds integer DEFAULT 60,
   p_max_attempts integer DEFAULT 1,
   p_run_id bigint DEFAULT NULL,
+  p_durable boolean DEFAULT true,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number integer, lease_expires_at timestamptz)
@@ -53,6 +59,9 @@ BEGIN
     WHERE COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1;
   PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
     WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  IF NOT COALESCE(p_durable, true) THEN
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
   IF p_run_id IS NULL THEN
     SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim FROM (SELECT k.ATTEMPT_ID
         FROM (

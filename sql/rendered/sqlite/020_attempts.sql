@@ -5,14 +5,19 @@
 
 
 -- @function claim_attempt
--- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL
+-- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL, durable bool = true
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
 -- @purpose Claim up to max_attempts QUEUED attempts of pool whose SLOT_KIND is in slot_kinds (a comma list, such
 --   as 'ingestion,warehouse') for owner_id, with a lease of lease_seconds: highest PRIORITY first, then the oldest
 --   (QUEUED_AT, ATTEMPT_ID). Only attempts that are due (NOT_BEFORE NULL or past) and whose run is IN-PROGRESS with
 --   no cancel requested are claimed; with run_id, only attempts of that run (an `etl-craft run` supervising one run).
 --   Sets OWNER_ID, CLAIMED_AT, LEASE_EXPIRES_AT and HEARTBEAT_AT and returns the attempts claimed, in that order;
---   none when nothing is ready (not an error).
+--   none when nothing is ready (not an error). With durable false (PostgreSQL; SQLite ignores it) the transaction
+--   commits without waiting for its WAL to reach disk (synchronous_commit off for this transaction only): a claim lost
+--   in a server crash returns its attempts to the queue, and the claimant's next call on them (start_attempt,
+--   finish_attempt, renew_lease), a synchronous commit whose flush also makes the claim durable, is refused, so
+--   nothing has run. Use it only when the claim is its own transaction and nothing irrevocable happens before that
+--   next call; `etl-craft run` claims this way.
 -- @transition ATTEMPT QUEUED -> CLAIMED
 -- @locks the claimed attempt rows. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent claimers get disjoint
 --   attempts and never wait on each other (with several slot kinds, the best candidates of each kind are locked until

@@ -200,6 +200,15 @@ def test_claim_attempt__run_id__only_that_runs_attempts_in_claim_order_while_it_
         assert att.attempt(skipped.attempt_id)["STATUS"] == "QUEUED"
 
 
+def test_claim_attempt__not_durable__claims_alike_on_both_dialects(att: Attempts) -> None:
+    """durable=False changes when PostgreSQL flushes the claim (tests/sql: synchronous_commit), never what it claims;
+    SQLite accepts and ignores it."""
+    a = att.queue()
+    rows = call(att.db, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id=OWNER, durable=False)
+    assert [(r.attempt_id, r.pipeline_run_id) for r in rows] == [(a.attempt_id, a.run_id)]
+    assert (att.attempt(a.attempt_id)["STATUS"], att.attempt(a.attempt_id)["OWNER_ID"]) == ("CLAIMED", OWNER)
+
+
 def test_claim_attempt__bad_arguments__are_refused_by_policy(att: Attempts) -> None:
     att.queue()
     before = att.snapshot()

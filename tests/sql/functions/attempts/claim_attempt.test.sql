@@ -1,7 +1,7 @@
 -- claim_attempt: claims the ready QUEUED attempts of a pool and its slot kinds, best first, up to max_attempts,
 -- with the owner and a lease; skips attempts not due and attempts of runs not IN-PROGRESS or asked to cancel.
 BEGIN;
-SELECT plan(14);
+SELECT plan(16);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -85,6 +85,15 @@ SELECT etl_test.refused($$SELECT * FROM etl_craft.claim_attempt(p_pool => 'defau
 SELECT etl_test.refused($$SELECT * FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'warehouse', p_owner_id => 'w1',
                                                                  p_max_attempts => 0)$$,
                         'EC023', 'max_attempts must be at least 1, not 0', 'max_attempts below 1 is refused');
+
+-- durable: every claim above was durable, so the transaction still commits synchronously; a claim with durable
+-- false turns synchronous_commit off for the rest of its transaction only (SET LOCAL), and claims as usual.
+SELECT is(current_setting('synchronous_commit'), 'on', 'a durable claim (the default) leaves synchronous_commit on');
+SELECT etl_test.attempts_queue('manual:not-durable');
+SELECT is((SELECT count(*) FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'warehouse',
+                                                        p_owner_id => 'w5', p_durable => false))::text
+            || ' ' || current_setting('synchronous_commit'),
+          '1 off', 'a claim with durable false claims, and its transaction commits without waiting for the flush');
 
 SELECT * FROM finish();
 ROLLBACK;
