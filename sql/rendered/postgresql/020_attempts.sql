@@ -55,10 +55,12 @@ DECLARE
   v_rows bigint;
   v_claim text;
 BEGIN
-  PERFORM etl_craft._fail('EC023', CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END)
-    WHERE COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1;
-  PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
-    WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  IF COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1 THEN
+    PERFORM etl_craft._fail('EC023', CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END);
+  END IF;
+  IF p_lease_seconds IS NULL OR p_lease_seconds < 1 THEN
+    PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
+  END IF;
   IF NOT COALESCE(p_durable, true) THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
@@ -187,8 +189,9 @@ DECLARE
   v_rows bigint;
   v_task_run_id bigint;
 BEGIN
-  PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
-    WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  IF p_lease_seconds IS NULL OR p_lease_seconds < 1 THEN
+    PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'RUNNING', HOST = p_host, PID = p_pid, PROCESS_START = p_process_start,
          STARTED_AT = v_now, HEARTBEAT_AT = v_now, LOG_PATH = COALESCE(p_log_path, LOG_PATH),
@@ -196,10 +199,12 @@ BEGIN
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'CLAIMED' AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
-    WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; do not start it: this process does not own it (it was cancelled, its lease expired and it was reconciled, or another process claimed it)')
-    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF v_rows = 0 THEN
+    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+      WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; do not start it: this process does not own it (it was cancelled, its lease expired and it was reconciled, or another process claimed it)')
+      FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG SET START_DATE = v_now
    WHERE TASK_RUN_ID = v_task_run_id AND START_DATE IS NULL;
   RETURN QUERY
@@ -267,13 +272,15 @@ DECLARE
   v_task_run_id bigint;
   v_attempt_number integer;
 BEGIN
-  PERFORM etl_craft._fail('EC023', 'finish_attempt records SUCCESS or FAILED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; a time limit is time_out_attempt, a cancel cancel_attempt')
-    WHERE p_status IS NULL OR p_status NOT IN ('SUCCESS', 'FAILED');
-  PERFORM etl_craft._fail('EC023', 'retryable is Y or N (or NULL when unknown), not ' || p_retryable)
-    WHERE p_retryable NOT IN ('Y', 'N');
-  PERFORM etl_craft._fail('EC023', 'the offset ' || p_offset_value || ' needs an offset_type of INTEGER, DECIMAL, TEXT, DATE, TIMESTAMP, not ' || COALESCE(CAST(p_offset_type AS text), 'NULL') || '; nothing was recorded')
-    WHERE p_status = 'SUCCESS' AND p_offset_value IS NOT NULL
-      AND (p_offset_type IS NULL OR p_offset_type NOT IN ('INTEGER', 'DECIMAL', 'TEXT', 'DATE', 'TIMESTAMP'));
+  IF p_status IS NULL OR p_status NOT IN ('SUCCESS', 'FAILED') THEN
+    PERFORM etl_craft._fail('EC023', 'finish_attempt records SUCCESS or FAILED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; a time limit is time_out_attempt, a cancel cancel_attempt');
+  END IF;
+  IF p_retryable NOT IN ('Y', 'N') THEN
+    PERFORM etl_craft._fail('EC023', 'retryable is Y or N (or NULL when unknown), not ' || p_retryable);
+  END IF;
+  IF p_status = 'SUCCESS' AND p_offset_value IS NOT NULL AND (p_offset_type IS NULL OR p_offset_type NOT IN ('INTEGER', 'DECIMAL', 'TEXT', 'DATE', 'TIMESTAMP')) THEN
+    PERFORM etl_craft._fail('EC023', 'the offset ' || p_offset_value || ' needs an offset_type of INTEGER, DECIMAL, TEXT, DATE, TIMESTAMP, not ' || COALESCE(CAST(p_offset_type AS text), 'NULL') || '; nothing was recorded');
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = p_status, ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL, EXIT_CODE = p_exit_code,
          SOURCE_COUNT = p_source_count,
@@ -288,10 +295,12 @@ BEGIN
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID, ATTEMPT_NUMBER INTO v_task_run_id, v_attempt_number;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
-    WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: this process no longer owns the attempt (its lease expired and it was marked LOST, or it was ended by someone else), so its outcome is discarded; stop, a newer attempt may be running')
-    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF v_rows = 0 THEN
+    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+      WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: this process no longer owns the attempt (its lease expired and it was marked LOST, or it was ended by someone else), so its outcome is discarded; stop, a newer attempt may be running')
+      FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = CASE p_status WHEN 'QUEUED' THEN 'IN-PROGRESS' WHEN 'CLAIMED' THEN 'IN-PROGRESS' WHEN 'RUNNING' THEN 'IN-PROGRESS' WHEN 'SUCCESS' THEN 'SUCCESS' WHEN 'FAILED' THEN 'FAILED' WHEN 'TIMED_OUT' THEN 'FAILED' WHEN 'LOST' THEN 'FAILED' WHEN 'CANCELLED' THEN 'CANCELLED' END, END_DATE = v_now,
          SOURCE_COUNT = p_source_count,
@@ -375,10 +384,12 @@ BEGIN
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'RUNNING' AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
-    WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: only the owner of a running attempt times it out; if it has ended, its outcome stands')
-    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF v_rows = 0 THEN
+    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+      WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: only the owner of a running attempt times it out; if it has ended, its outcome stands')
+      FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'FAILED', END_DATE = v_now,
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id),
@@ -450,10 +461,12 @@ BEGIN
           OR (STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id))
   RETURNING TASK_RUN_ID, STATUS INTO v_task_run_id, v_status;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
-    WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || CASE WHEN p_owner_id IS NULL THEN 'QUEUED, CLAIMED or RUNNING' ELSE 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') END || '; nothing was changed: an ended attempt cannot be cancelled, and only its owner acknowledges a cancel')
-    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF v_rows = 0 THEN
+    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+      WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || CASE WHEN p_owner_id IS NULL THEN 'QUEUED, CLAIMED or RUNNING' ELSE 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') END || '; nothing was changed: an ended attempt cannot be cancelled, and only its owner acknowledges a cancel')
+      FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'CANCELLED', END_DATE = v_now,
          MESSAGE = 'cancelled: ' || COALESCE(p_reason, 'no reason given')
@@ -517,10 +530,12 @@ BEGIN
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
-    WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: it was claimed again, renewed or ended since it was read; read it again')
-    FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF v_rows = 0 THEN
+    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+      WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: it was claimed again, renewed or ended since it was read; read it again')
+      FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'FAILED', END_DATE = v_now,
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id)

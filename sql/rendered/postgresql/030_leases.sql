@@ -43,8 +43,9 @@ DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
 BEGIN
-  PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'))
-    WHERE p_lease_seconds IS NULL OR p_lease_seconds < 1;
+  IF p_lease_seconds IS NULL OR p_lease_seconds < 1 THEN
+    PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
+  END IF;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS' AND OWNER_ID = p_owner_id;
