@@ -314,7 +314,7 @@ CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR 
 CREATE OR REPLACE TRIGGER _100_guard_transition BEFORE INSERT OR UPDATE OF STATUS ON etl_craft.AUD_TASK_ATTEMPTS
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_task_attempts__guard_transition();
 CREATE OR REPLACE TRIGGER _020_ended_rows_are_final BEFORE UPDATE ON etl_craft.AUD_TASK_ATTEMPTS
-  FOR EACH ROW WHEN (OLD.STATUS IN ('SUCCESS', 'FAILED', 'TIMED_OUT', 'CANCELLED', 'LOST'))
+  FOR EACH ROW WHEN (OLD.STATUS::text = ANY ('{SUCCESS,FAILED,TIMED_OUT,CANCELLED,LOST}'::text[]))
   EXECUTE FUNCTION etl_craft.tg_append_only('ATTEMPT_ID', 'the attempt has ended and its row is final; a new attempt records a new execution');
 CREATE OR REPLACE TRIGGER _020_append_only BEFORE DELETE ON etl_craft.AUD_TASK_ATTEMPTS
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_append_only('ATTEMPT_ID', 'attempts are history and are never deleted');

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 import etlcraft.engine.migrations as migrations
 from etlcraft.core.actor import Actor, acting_as
-from etlcraft.core.errors import MigrationError
+from etlcraft.core.errors import EngineDbError, MigrationError
 from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.migrations import engine_migrations, migrate, repeatable_objects
@@ -283,7 +283,7 @@ def test_0009_upgrade__live_attempts_get_their_run__ended_attempts_stay_as_they_
                                  " CLAIMED_AT = '2026-01-01 00:00:00+00' WHERE TASK_RUN_ID = 2"))
             conn.execute(sa.text(f"UPDATE {q('AUD_TASK_ATTEMPTS')} SET STATUS = 'SUCCESS',"
                                  " ENDED_AT = '2026-01-01 00:00:00+00' WHERE TASK_RUN_ID = 2"))
-        report = migrate(empty_db)
+        report = migrate(empty_db, up_to="0009")
         with empty_db.write() as conn:
             conn.execute(sa.text(
                 f"INSERT INTO {q('AUD_TASK_ATTEMPTS')} (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, QUEUED_AT, REQUESTED_BY,"
@@ -294,3 +294,38 @@ def test_0009_upgrade__live_attempts_get_their_run__ended_attempts_stay_as_they_
         rows = conn.execute(sa.text(
             f"SELECT TASK_RUN_ID, STATUS, PIPELINE_RUN_ID FROM {q('AUD_TASK_ATTEMPTS')} ORDER BY TASK_RUN_ID")).all()
     assert [tuple(r) for r in rows] == [(1, "QUEUED", 1), (2, "SUCCESS", None), (3, "QUEUED", 1)]
+
+
+@pytest.mark.postgres
+def test_0010_upgrade__value_checks_compare_with_one_constant_array_and_still_refuse_other_values(
+        empty_pg_url: str) -> None:
+    """The value-set checks of runs, task runs and attempts keep their names and values, stored without a cast per
+    value (which PostgreSQL folded again in every write), and a value outside the set is still refused."""
+    db = EngineDB(empty_pg_url)
+    try:
+        with acting_as(ACTOR):
+            migrate(db, up_to="0009")
+            report = migrate(db)
+        assert [m.version for m in report.applied] == ["0010"]
+        with db.read() as conn:
+            checks = dict(conn.execute(sa.text(
+                "SELECT c.relname || '.' || k.conname, pg_get_constraintdef(k.oid) FROM pg_constraint k"
+                " JOIN pg_class c ON c.oid = k.conrelid"
+                " WHERE k.contype = 'c' AND k.conrelid IN ('etl_craft.aud_pipelines_run_log'::regclass,"
+                " 'etl_craft.aud_task_run_log'::regclass, 'etl_craft.aud_task_attempts'::regclass)")).all())
+        assert checks["aud_task_attempts.status_is_valid"] == (
+            "CHECK (((status)::text = ANY ('{QUEUED,CLAIMED,RUNNING,SUCCESS,FAILED,TIMED_OUT,CANCELLED,LOST}'"
+            "::text[])))")
+        assert checks["aud_pipelines_run_log.status_is_valid"] == (
+            "CHECK (((status)::text = ANY ('{QUEUED,IN-PROGRESS,SUCCESS,FAILED,SKIPPED,CANCELLED}'::text[])))")
+        assert [name for name, definition in checks.items() if "ARRAY[" in definition] == []
+        with acting_as(ACTOR), pytest.raises(EngineDbError, match="trigger_kind_is_valid"), \
+                db.write() as conn:
+            conn.execute(sa.text("INSERT INTO etl_craft.CFG_PROJECTS (PROJECT_CODE) VALUES ('p')"))
+            conn.execute(sa.text("INSERT INTO etl_craft.CFG_PIPELINES (PROJECT_ID, PIPELINE_CODE) VALUES (1, 'pl')"))
+            conn.execute(sa.text(
+                "INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS,"
+                " QUEUED_AT, STARTED_BY, STARTED_BY_KIND) VALUES (1, 'manual:1', 'HOURLY', '2026-01-01', 'QUEUED',"
+                " now(), 't', 'HUMAN')"))
+    finally:
+        db.dispose()

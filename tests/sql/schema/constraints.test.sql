@@ -368,9 +368,11 @@ SELECT lives_ok(format('UPDATE etl_craft.%I SET %I = %L WHERE %s', tbl, col, 'A'
   format('%s.%s accepts a 128-character code', upper(tbl), upper(col)))
   FROM code_columns ORDER BY tbl;
 
--- 3: the values each STATUS CHECK allows are the entity's statuses in ENG_STATUSES (sql/state_machine.yaml).
+-- 3: the values each STATUS CHECK allows are the entity's statuses in ENG_STATUSES (sql/state_machine.yaml);
+-- since migration 0010 the check compares with one constant array ('{QUEUED,...}'::text[]).
 SELECT set_eq(
-  format($$SELECT m[1] FROM pg_constraint k, regexp_matches(pg_get_constraintdef(k.oid), '''([^'']+)''', 'g') m
+  format($$SELECT unnest(CAST(m[1] AS text[]))
+             FROM pg_constraint k, regexp_matches(pg_get_constraintdef(k.oid), '''(\{[^'']+\})''::text\[\]') m
             WHERE k.conrelid = 'etl_craft.%I'::regclass AND k.conname = 'status_is_valid'$$, tbl),
   format($$SELECT status FROM etl_craft.eng_statuses WHERE entity = %L$$, entity),
   format('%s status_is_valid allows exactly the %s statuses of ENG_STATUSES', upper(tbl), entity))

@@ -1,0 +1,5 @@
+-- 0010_constant_value_checks: on PostgreSQL, the value-set checks of the tables every claim and finish writes (runs,
+-- task runs, attempts) compare against one constant array. Written as IN lists (0001), each was stored as an array
+-- of one cast per value, which PostgreSQL reads back from its stored text and folds to constants again in every
+-- statement that inserts or updates a row: about a tenth of the server's time in a claim + finish. The values and
+-- constraint names are unchanged. SQLite is left as it is: it checks a value list without that cost.
