@@ -17,6 +17,11 @@ Each path is measured --repeat times per process count, the paths' order turning
 printed, with the ratio function/raw as the median of each turn's ratio and its range over the turns: a single
 measurement of a few seconds on a shared machine moves by a quarter.
 
+After the throughput, the CPU each path spends per claim + finish, in the worker processes (client) and in
+their server processes (server, read from /proc when PostgreSQL runs on this machine), with the throughput
+their sum leaves room for on this machine's cores (its ceiling): CPU per attempt moves far less between runs
+than attempts per second, and it shows where the time goes.
+
 With --pgbench, also the server alone: pgbench (-M prepared) runs claim + finish through the functions and
 through the minimal reference, each client draining `--attempts` attempts, with the same process counts; no
 Python between the statements.
@@ -37,6 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -105,6 +111,27 @@ END $$;
 """
 
 
+class _Cpu:
+    """CPU seconds a worker spent on its loop: its own (client) and its server process's (server), the latter read
+    from /proc/<backend pid>/stat (utime + stime), so only when the server runs on this machine (else None)."""
+
+    def __init__(self, backend_pid: int) -> None:
+        self.stat = Path(f"/proc/{backend_pid}/stat")
+        self.client, self.server = time.process_time(), self._server()
+
+    def _server(self) -> float | None:
+        try:
+            fields = self.stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def spent(self) -> tuple[float, float | None]:
+        server = self._server()
+        return (time.process_time() - self.client,
+                None if server is None or self.server is None else server - self.server)
+
+
 def _dsn(name: str) -> str:
     return make_url(ADMIN).set(database=name).render_as_string(hide_password=False)
 
@@ -152,13 +179,14 @@ def _minimal_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> 
     count = 0
     with psycopg.connect(dsn, autocommit=True) as conn:  # one statement per call, as etl-craft's caller sends them
         start.wait()
+        cpu = _Cpu(conn.info.backend_pid)
         while True:
             claimed = conn.execute("SELECT bench_minimal.claim(%s)", (owner,), prepare=True).fetchone()
             if claimed is None or claimed[0] is None:
                 break
             conn.execute("SELECT bench_minimal.finish(%s, %s)", (claimed[0], owner), prepare=True)
             count += 1
-    done.put(count)
+        done.put((count, *cpu.spent()))
 
 
 def _raw_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -168,6 +196,7 @@ def _raw_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None
         conn.execute("SELECT set_config('etl_craft.actor', 'bench-worker', false)")
         conn.commit()
         start.wait()
+        cpu = _Cpu(conn.info.backend_pid)
         while True:
             with conn.transaction():
                 conn.execute(RAW_NOT_DURABLE, prepare=True)
@@ -180,7 +209,7 @@ def _raw_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None
                     raise RuntimeError(f"attempt {row[0]} was not {owner}'s to finish")
                 conn.execute(RAW_FINISH_SUMMARY, {"task_run": row[1]}, prepare=True)
             count += 1
-    done.put(count)
+        done.put((count, *cpu.spent()))
 
 
 def _function_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue,  # type: ignore[type-arg]
@@ -189,7 +218,10 @@ def _function_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue,  #
     db = EngineDB(dsn)
     function_specs(db.dialect)  # a worker's start-up (rendering the function templates) is not claim throughput
     with acting_as(WORKER), db.engine.connect() as conn:
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, psycopg.Connection)
         start.wait()
+        cpu = _Cpu(driver.info.backend_pid)
         while True:
             claimed = call_on(db, conn, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id=owner,
                               max_attempts=batch, durable=False)
@@ -199,8 +231,8 @@ def _function_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue,  #
                 call_on(db, conn, "finish_attempt", attempt_id=attempt.attempt_id, owner_id=owner, status="SUCCESS",
                         rows_written=1)
                 count += 1
+        done.put((count, *cpu.spent()))
     db.dispose()
-    done.put(count)
 
 
 def _batched_worker(dsn: str, owner: str, start: mp.Barrier, done: mp.Queue) -> None:  # type: ignore[type-arg]
@@ -238,7 +270,14 @@ def _pgbench(path: str, dsn: str, clients: int, attempts: int) -> float:
     return float(found.group(1))
 
 
-def _measure(path: str, dsn: str, processes: int, attempts: int) -> float:
+@dataclass(frozen=True)
+class Measurement:
+    per_second: float
+    client_us: float  # CPU per claim + finish, in the worker processes
+    server_us: float | None  # and in their server processes (None when the server is not on this machine)
+
+
+def _measure(path: str, dsn: str, processes: int, attempts: int) -> Measurement:
     if path == "minimal":
         _seed_minimal(dsn, attempts)
     else:
@@ -252,15 +291,38 @@ def _measure(path: str, dsn: str, processes: int, attempts: int) -> float:
         worker.start()
     start.wait()
     began = time.perf_counter()
-    finished = sum(done.get(timeout=600) for _ in workers)
+    reports = [done.get(timeout=600) for _ in workers]
     elapsed = time.perf_counter() - began
+    finished = sum(count for count, _, _ in reports)
     for worker in workers:
         worker.join()
         if worker.exitcode != 0:
             raise RuntimeError(f"a {path} worker exited with {worker.exitcode}")
     if finished != attempts:
         raise RuntimeError(f"{path}: {finished} attempts finished, {attempts} were queued")
-    return attempts / elapsed
+    servers = [server for _, _, server in reports]
+    return Measurement(attempts / elapsed, sum(client for _, client, _ in reports) / attempts * 1e6,
+                       None if None in servers else sum(servers) / attempts * 1e6)
+
+
+def _print_cpu(measured: dict[int, dict[str, list[Measurement]]]) -> None:
+    """CPU per claim + finish (medians), in the workers and in their server processes, and the throughput those
+    costs allow at most on this machine's cores: a figure that waits, lock queues and other tenants do not move
+    as much as they move attempts per second."""
+    print(f"\nCPU per claim + finish, microseconds (medians): the workers (client), their server processes (server),"
+          f" and the most claims + finishes per second that their sum leaves room for on {os.cpu_count()} cores")
+    print(f"{'processes':>9}  {'path':<9}  {'client':>7}  {'server':>7}  {'sum':>7}  {'ceiling/s':>9}")
+    for processes, runs in measured.items():
+        for path in PATHS:
+            client = statistics.median(m.client_us for m in runs[path])
+            servers = [m.server_us for m in runs[path] if m.server_us is not None]
+            if not servers:
+                print(f"{processes:>9}  {path:<9}  {client:>7.0f}  {'-':>7}  {'-':>7}  {'-':>9}")
+                continue
+            server = statistics.median(servers)
+            ceiling = (os.cpu_count() or 1) * 1e6 / (client + server)
+            print(f"{processes:>9}  {path:<9}  {client:>7.0f}  {server:>7.0f}  {client + server:>7.0f}"
+                  f"  {ceiling:>9.0f}", flush=True)
 
 
 def main() -> None:
@@ -292,16 +354,18 @@ def main() -> None:
               f"(medians; the paths' order turns each time), PostgreSQL, this machine ({os.cpu_count()} cores)")
         print(f"{'processes':>9}  {'raw/s':>8}  {'functions/s':>11}  {'ratio':>6}  {'ratio range':>11}"
               f"  {f'claims of {BATCH}/s':>15}  {'minimal/s':>9}  {'functions/minimal':>17}")
+        measured: dict[int, dict[str, list[Measurement]]] = {}
         for processes in (int(p) for p in args.processes.split(",")):
-            runs: dict[str, list[float]] = {path: [] for path in PATHS}
+            runs: dict[str, list[Measurement]] = measured.setdefault(processes, {path: [] for path in PATHS})
             for turn in range(args.repeat):
                 for path in PATHS[turn % len(PATHS):] + PATHS[:turn % len(PATHS)]:
                     runs[path].append(_measure(path, dsn, processes, args.attempts))
-            ratios = [f / r for f, r in zip(runs["functions"], runs["raw"], strict=True)]
-            raw, functions, batched, minimal = (statistics.median(runs[path]) for path in PATHS)
+            ratios = [f.per_second / r.per_second for f, r in zip(runs["functions"], runs["raw"], strict=True)]
+            raw, functions, batched, minimal = (statistics.median(m.per_second for m in runs[path]) for path in PATHS)
             print(f"{processes:>9}  {raw:>8.0f}  {functions:>11.0f}  {statistics.median(ratios):>6.2f}"
                   f"  {f'{min(ratios):.2f}-{max(ratios):.2f}':>11}  {batched:>15.0f}  {minimal:>9.0f}"
                   f"  {functions / minimal:>17.2f}", flush=True)
+        _print_cpu(measured)
         if args.pgbench:
             print(f"\nthe server alone: pgbench -M prepared, {args.attempts} claim + finish per client")
             print(f"{'clients':>9}  {'functions/s':>11}  {'minimal/s':>9}  {'functions/minimal':>17}")
