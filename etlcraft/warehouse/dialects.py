@@ -56,6 +56,10 @@ class Dialect:
     name = ""
     default_schema = ""
     _families: tuple[tuple[re.Pattern[str], Family], ...] = ()
+    #: SCD1_MERGE deletes its changed rows and inserts their new versions instead of updating them in place: on a
+    #: columnar warehouse (DuckDB) an UPDATE leaves every updated column of every row group it touched to be
+    #: rewritten whole at the next checkpoint, which a merge's commit usually is.
+    replaces_changed_rows = False
 
     # -- names and literals ----------------------------------------------------------------------------------
 
@@ -256,6 +260,7 @@ class PostgresDialect(Dialect):
 class DuckDBDialect(Dialect):
     name = "duckdb"
     default_schema = "main"
+    replaces_changed_rows = True
     _families = _patterns(
         (r"timestamp with time zone", Family.TIMESTAMPTZ),
         (r"timestamp(_s|_ms|_ns)?", Family.TIMESTAMP),

@@ -2,8 +2,9 @@
 
 Merges hash the deduplicated stage once (hash version 2), then change the target with one set-based
 `UPDATE ... FROM` joined to that stage and one `INSERT ... WHERE NOT EXISTS` (S3.G.2, B36): never a subquery per
-column or per row. A soft-deleted key sent again is revived (B17): SCD1 updates it and clears DELETE_FLAG; SCD2
-closes the deleted version and opens a new one. A soft DELETE_ROWS never flags a row twice (B46).
+column or per row. On DuckDB, SCD1 replaces its changed rows (one DELETE, one INSERT) instead of updating them. A
+soft-deleted key sent again is revived (B17): SCD1 updates it and clears DELETE_FLAG; SCD2 closes the deleted
+version and opens a new one. A soft DELETE_ROWS never flags a row twice (B46).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from etlcraft.handlers.sql.target import Target, add_columns, inspect, require
 from etlcraft.handlers.sql.writes import count_rows, insert_rows, read_target, update_stamps
 from etlcraft.warehouse.connection import Session
 from etlcraft.warehouse.dialects import Column
+
+_REPLACED_ROW = "etl_craft_replaced_row"  # the scratch column naming the target row a new version replaces
 
 
 def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:
@@ -81,12 +84,35 @@ def _scd1(session: Session, task: SqlTask, target: Target, hashed: Stage, stage:
         changed += f" OR {_col(session, target, 'DELETE_FLAG')} = 'Y'"
         assignments.append((target.name_of("DELETE_FLAG"), "'N'"))
     assignments += update_stamps(session.dialect, task, target)
-    updated = session.run(session.dialect.update_from_stage(target.ref, hashed.ref, keys, assignments, changed))
+    if session.dialect.replaces_changed_rows and not target.has("rowid"):
+        updated = _replace(session, task, target, hashed, keys, assignments, changed)
+    else:
+        updated = session.run(session.dialect.update_from_stage(target.ref, hashed.ref, keys, assignments, changed))
     inserted = insert_rows(session, task, target, hashed.ref, stage.columns, row_base=row_base,
                            order=_order(session, keys),
                            where=f"NOT EXISTS (SELECT 1 FROM {target.ref} t WHERE {_match(session, keys)})",
                            hash_sql=f"s.{q(HASH_COLUMN)}")
     return inserted, updated
+
+
+def _replace(session: Session, task: SqlTask, target: Target, hashed: Stage, keys: list[tuple[str, str]],
+             assignments: list[tuple[str, str]], changed: str) -> int:
+    """What SCD1's UPDATE does, as a delete and an insert (Dialect.replaces_changed_rows): the changed rows' new
+    versions (the assignments, every other column as it was, ROW_ID and the creation stamps included) go to a
+    scratch table with the row they replace, those rows are deleted, then the new versions inserted. Deleting
+    first lets a key the target declares unique be written again in the same transaction. The rows replaced."""
+    q = session.dialect.quote
+    values = dict(assignments)
+    names = [c.name for c in target.columns.values()]
+    select = ", ".join(f"{values.get(name, f't.{q(name)}')} AS {q(name)}" for name in names)
+    replaced = derive_stage(session, task, "replace",
+                            f"SELECT t.rowid AS {q(_REPLACED_ROW)}, {select} FROM {target.ref} AS t "
+                            f"JOIN {hashed.ref} AS s ON {_match(session, keys)} WHERE {changed}")
+    session.run(f"DELETE FROM {target.ref} WHERE rowid IN (SELECT {q(_REPLACED_ROW)} FROM {replaced.ref})")
+    columns = ", ".join(q(name) for name in names)
+    session.run(f"INSERT INTO {target.ref} ({columns}) SELECT {columns} FROM {replaced.ref}")
+    drop(session, replaced)
+    return replaced.rows or 0
 
 
 def _scd2(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage,

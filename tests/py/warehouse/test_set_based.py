@@ -32,9 +32,29 @@ def test_b36_merge_updates__one_update_from_the_stage__no_correlated_subqueries(
     seen = _statements(monkeypatch)
     wh.run(action, "SELECT id, a, b FROM {s}.src", MERGE_KEY="id")
     updates = [s for s in seen if s.startswith("UPDATE")]
+    if wh.dialect == "duckdb" and action == "SCD1_MERGE":
+        assert updates == [], "DuckDB replaces SCD1's changed rows (Dialect.replaces_changed_rows)"
+        return
     assert len(updates) == 1
     assert re.search(r"^UPDATE .* AS t SET .*\n  FROM (pg_temp|temp\.main)\.", updates[0])
     assert "SELECT" not in updates[0].split("FROM")[0], "no subquery per column in SET"
+
+
+def test_duckdb_scd1__changed_rows_are_replaced_by_one_delete_and_one_insert__not_updated(
+        wh: Wh, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On DuckDB an UPDATE leaves each updated column of every row group it touched to be rewritten at the next
+    checkpoint; SCD1 deletes its changed rows and inserts their new versions, set-based, from one scratch table."""
+    if wh.dialect != "duckdb":
+        pytest.skip("PostgreSQL updates in place")
+    wh.execute("CREATE TABLE {s}.src (id INTEGER, a VARCHAR(9))", "INSERT INTO {s}.src VALUES (1, 'x'), (2, 'x')")
+    wh.run("SCD1_MERGE", "SELECT id, a FROM {s}.src", MERGE_KEY="id")
+    wh.execute("UPDATE {s}.src SET a = 'y' WHERE id = 2")
+    seen = _statements(monkeypatch)
+    changed = wh.run("SCD1_MERGE", "SELECT id, a FROM {s}.src", MERGE_KEY="id")
+    writes = [s for s in seen if re.match(r'(UPDATE|DELETE FROM|INSERT INTO) "?\w+"?\."?target"? ', s)]
+    assert [w.split(" ")[0] for w in writes] == ["DELETE", "INSERT", "INSERT"], seen  # the last: new keys (none)
+    assert re.search(r"WHERE rowid IN \(SELECT \S+ FROM temp\.main\.", writes[0])
+    assert (changed.counts.update, changed.counts.insert, changed.counts.target) == (1, 0, 2)
 
 
 def test_b42_rows_written__counts_what_changed__not_what_the_target_holds(wh: Wh) -> None:
