@@ -5,11 +5,13 @@ ends."""
 
 from __future__ import annotations
 
+import _signal
 import contextlib
-import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+
+_STOPS = (_signal.SIGTERM, _signal.SIGHUP)
 
 
 @contextlib.contextmanager
@@ -25,11 +27,14 @@ def holding_stops() -> Iterator[None]:
     def hold(signum: int, _frame: FrameType | None) -> None:
         held.append(signum)
 
-    previous = {s: signal.signal(s, hold) for s in (signal.SIGTERM, signal.SIGHUP)}
+    # _signal is what the signal module wraps: its wrapper turns a callable handler into an enum by catching a
+    # ValueError, which costs more than the system calls. Every Engine DB call runs in a block like this one, among
+    # them each claim and finish of a worker's loop (release/benchmarks/claims.md).
+    previous = {s: _signal.signal(s, hold) for s in _STOPS}
     try:
         yield
     finally:
         for stop, handler in previous.items():
-            signal.signal(stop, signal.SIG_DFL if handler is None else handler)
+            _signal.signal(stop, _signal.SIG_DFL if handler is None else handler)
         for signum in dict.fromkeys(held):
-            signal.raise_signal(signum)
+            _signal.raise_signal(signum)

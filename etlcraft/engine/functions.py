@@ -130,7 +130,7 @@ def call_in(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -
     """Call `name` inside a write transaction the caller holds (db.write())."""
     spec = _checked(db, name, arguments)
     rows = _call_postgres(db, conn, spec, arguments) if db.is_postgres else _call_sqlite(conn, spec, arguments)
-    return _typed_rows(spec, rows)
+    return _typed_rows(spec, rows, db.dialect)
 
 
 def _alone(db: EngineDB) -> bool:
@@ -143,27 +143,52 @@ def _call_alone(db: EngineDB, conn: sa.Connection | None, name: str, arguments: 
     spec = _checked(db, name, arguments)
     with db.single_statement(conn) as statement_conn:
         rows = _call_postgres(db, statement_conn, spec, arguments)
-    return _typed_rows(spec, rows)
+    return _typed_rows(spec, rows, db.dialect)
 
 
 def _checked(db: EngineDB, name: str, arguments: Mapping[str, Any]) -> FunctionSpec:
-    spec = function_specs(db.dialect).get(name)
+    return _checked_names(db.dialect, name, tuple(arguments))
+
+
+@cache
+def _checked_names(dialect: str, name: str, argument_names: tuple[str, ...]) -> FunctionSpec:
+    """The function `name` once its call's argument names are known to fit it; remembered per call shape, since a
+    worker's loop makes the same calls thousands of times."""
+    spec = function_specs(dialect).get(name)
     if spec is None:
         raise KeyError(f"the Engine DB has no function {name!r}")
     known = {p.name for p in spec.args}
-    unknown = sorted(set(arguments) - known)
+    unknown = sorted(set(argument_names) - known)
     if unknown:
         raise TypeError(f"{name}() has no argument {unknown[0]!r}; it takes {', '.join(sorted(known))}")
-    missing = [p.name for p in spec.args if p.default is None and p.name not in arguments]
+    missing = [p.name for p in spec.args if p.default is None and p.name not in argument_names]
     if missing:
         raise TypeError(f"{name}() needs the argument {missing[0]!r}")
     return spec
 
 
-def _typed_rows(spec: FunctionSpec, rows: list[Any]) -> list[Any]:
+def _typed_rows(spec: FunctionSpec, rows: list[Any], dialect: str) -> list[Any]:
+    if not rows:
+        return []
     row_type = spec.row_type()
-    return [row_type(*(_typed(value, type_) for value, (_, type_) in zip(row, spec.returns, strict=True)))
-            for row in rows]
+    converted = _converted_columns(dialect, spec.returns)
+    if not converted:
+        return [row_type(*row) for row in rows]
+    typed = []
+    for row in rows:
+        values = list(row)
+        for index, type_ in converted:
+            values[index] = _typed(values[index], type_)
+        typed.append(row_type(*values))
+    return typed
+
+
+@cache
+def _converted_columns(dialect: str, returns: tuple[tuple[str, str], ...]) -> tuple[tuple[int, str], ...]:
+    """The columns whose driver value _typed() changes. psycopg already hands back int, bool and date for those
+    types; only a timestamptz, in the session's zone, is moved to UTC. SQLite's text and integers need all."""
+    changed = ("timestamptz",) if dialect == "postgresql" else ("timestamptz", "date", "bool", "bigint", "int")
+    return tuple((index, type_) for index, (_, type_) in enumerate(returns) if type_ in changed)
 
 
 def _call_postgres(db: EngineDB, conn: sa.Connection, spec: FunctionSpec, arguments: Mapping[str, Any]) -> list[Any]:
