@@ -132,8 +132,9 @@ DECLARE
   v_created_id bigint;
   v_lost text;
 BEGIN
-  PERFORM etl_craft._fail('EC023', 'mark_task_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a task cancel its run')
-    WHERE p_status NOT IN ('SUCCESS', 'FAILED', 'SKIPPED') OR p_status IS NULL;
+  IF p_status NOT IN ('SUCCESS', 'FAILED', 'SKIPPED') OR p_status IS NULL THEN
+    PERFORM etl_craft._fail('EC023', 'mark_task_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a task cancel its run');
+  END IF;
   SELECT STATUS INTO v_run_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
   PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);

@@ -177,8 +177,9 @@ DECLARE
   v_rows bigint;
   v_lost text;
 BEGIN
-  PERFORM etl_craft._fail('EC023', 'grace_seconds must be 0 or more, not ' || COALESCE(CAST(p_grace_seconds AS text), 'NULL'))
-    WHERE p_grace_seconds IS NULL OR p_grace_seconds < 0;
+  IF p_grace_seconds IS NULL OR p_grace_seconds < 0 THEN
+    PERFORM etl_craft._fail('EC023', 'grace_seconds must be 0 or more, not ' || COALESCE(CAST(p_grace_seconds AS text), 'NULL'));
+  END IF;
   SELECT string_agg(CAST(q.ATTEMPT_ID AS text), ',') INTO v_lost
     FROM (SELECT ATTEMPT_ID FROM etl_craft.AUD_TASK_ATTEMPTS
            WHERE STATUS IN ('CLAIMED', 'RUNNING')
