@@ -22,6 +22,10 @@ their server processes (server, read from /proc when PostgreSQL runs on this mac
 their sum leaves room for on this machine's cores (its ceiling): CPU per attempt moves far less between runs
 than attempts per second, and it shows where the time goes.
 
+Then heartbeats: one worker holding 8 claimed attempts renews their leases (renew_lease) --attempts times; prints
+the server CPU per heartbeat and the share of the row updates PostgreSQL made on the page (HOT: no index entry
+written), the write a fleet of workers repeats for as long as its attempts run.
+
 With --pgbench, also the server alone: pgbench (-M prepared) runs claim + finish through the functions and
 through the minimal reference, each client draining `--attempts` attempts, with the same process counts; no
 Python between the statements.
@@ -325,6 +329,40 @@ def _print_cpu(measured: dict[int, dict[str, list[Measurement]]]) -> None:
                   f"  {ceiling:>9.0f}", flush=True)
 
 
+def _heartbeats(dsn: str, renewals: int) -> None:
+    """Server CPU per renew_lease of a worker's 8 live attempts, each its own transaction as a worker sends it, and
+    the share of HOT row updates among them (the table's counters, flushed before each read)."""
+    _seed(dsn, BATCH)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT * FROM etl_craft.claim_attempt(p_pool => 'default', p_slot_kinds => 'warehouse',"
+                     " p_owner_id => 'heart', p_max_attempts => %s, p_actor => 'bench', p_actor_kind => 'WORKER')",
+                     (BATCH,))
+        statement = ("SELECT * FROM etl_craft.renew_lease(p_owner_id => 'heart', p_actor => 'bench',"
+                     " p_actor_kind => 'WORKER')")
+
+        def counters() -> tuple[int, int]:
+            conn.execute("SELECT pg_stat_force_next_flush()")  # flushed as the statement ends
+            row = conn.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+                               " WHERE relid = CAST('etl_craft.aud_task_attempts' AS regclass)").fetchone()
+            assert row is not None
+            return row[0], row[1]
+
+        updated_before, hot_before = counters()
+        cpu = _Cpu(conn.info.backend_pid)
+        for _ in range(renewals):
+            renewed = conn.execute(statement, prepare=True).fetchall()
+        _, server = cpu.spent()
+        updated_after, hot_after = counters()
+    updated, hot = updated_after - updated_before, hot_after - hot_before
+    if len(renewed) != BATCH or updated != BATCH * renewals:
+        raise RuntimeError(f"heartbeats: {len(renewed)} attempts renewed and {updated} rows updated; expected "
+                           f"{BATCH} and {BATCH * renewals}")
+    per_heartbeat = "-" if server is None else f"{server / renewals * 1e6:.0f}"
+    print(f"\nheartbeats: renew_lease of {BATCH} live attempts, {renewals} times: server CPU {per_heartbeat}"
+          f" microseconds per heartbeat; {hot / updated:.0%} of the row updates HOT (on the page, no index entry)",
+          flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--attempts", type=int, default=2000)
@@ -366,6 +404,7 @@ def main() -> None:
                   f"  {f'{min(ratios):.2f}-{max(ratios):.2f}':>11}  {batched:>15.0f}  {minimal:>9.0f}"
                   f"  {functions / minimal:>17.2f}", flush=True)
         _print_cpu(measured)
+        _heartbeats(dsn, args.attempts)
         if args.pgbench:
             print(f"\nthe server alone: pgbench -M prepared, {args.attempts} claim + finish per client")
             print(f"{'clients':>9}  {'functions/s':>11}  {'minimal/s':>9}  {'functions/minimal':>17}")

@@ -13,6 +13,7 @@ from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.errors import EngineDbError, MigrationError
 from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.migrations import engine_migrations, migrate, repeatable_objects
 from tests.py.support.catalog import snapshot
 
@@ -305,7 +306,7 @@ def test_0010_upgrade__value_checks_compare_with_one_constant_array_and_still_re
     try:
         with acting_as(ACTOR):
             migrate(db, up_to="0009")
-            report = migrate(db)
+            report = migrate(db, up_to="0010")
         assert [m.version for m in report.applied] == ["0010"]
         with db.read() as conn:
             checks = dict(conn.execute(sa.text(
@@ -329,3 +330,40 @@ def test_0010_upgrade__value_checks_compare_with_one_constant_array_and_still_re
                 " now(), 't', 'HUMAN')"))
     finally:
         db.dispose()
+
+
+def test_0011_upgrade__the_attempt_lease_index_is_gone__a_heartbeat_writes_no_index_entry(empty_db: EngineDB) -> None:
+    """After 0011 no index holds an attempt's LEASE_EXPIRES_AT, so on PostgreSQL a heartbeat (renew_lease) keeps each
+    new row version on its page (a HOT update) instead of writing an entry in every index of the table."""
+    q = empty_db.qualify
+    with acting_as(ACTOR):
+        migrate(empty_db, up_to="0010")
+        report = migrate(empty_db)
+        with empty_db.write() as conn:
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE) VALUES ('p')"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PIPELINES')} (PROJECT_ID, PIPELINE_CODE) VALUES (1, 'pl')"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_TASKS')} (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE)"
+                                 " VALUES (1, 'a', 'SQL', 'APPEND_TABLE', 'a.sql')"))
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_PIPELINES_RUN_LOG')} (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS,"
+                " QUEUED_AT, START_DATE, STARTED_BY, STARTED_BY_KIND) VALUES (1, 'manual:1', 'MANUAL', '2026-01-01',"
+                " 'IN-PROGRESS', '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00', 't', 'HUMAN')"))
+            conn.execute(sa.text(f"INSERT INTO {q('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS)"
+                                 " VALUES (1, 1, 'IN-PROGRESS')"))
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_TASK_ATTEMPTS')} (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, QUEUED_AT, REQUESTED_BY,"
+                " REQUESTED_BY_KIND) VALUES (1, 1, 'QUEUED', '2026-01-01 00:00:00+00', 't', 'HUMAN')"))
+        claimed = call(empty_db, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id="w")
+        assert [row.attempt_id for row in claimed] == [1]
+        with empty_db.write() as conn:
+            renewed = call_in(empty_db, conn, "renew_lease", owner_id="w", lease_seconds=600)
+            hot = (conn.execute(sa.text(
+                "SELECT pg_stat_get_xact_tuples_hot_updated('etl_craft.aud_task_attempts'::regclass)")).scalar()
+                   if empty_db.is_postgres else None)
+    assert [m.version for m in report.applied] == ["0011"]
+    assert "ix_attempts_lease" not in {i["name"] for i in sa.inspect(empty_db.engine).get_indexes(
+        "aud_task_attempts" if empty_db.is_postgres else "AUD_TASK_ATTEMPTS",
+        schema=empty_db.schema if empty_db.is_postgres else None)}
+    assert [(row.kind, row.id) for row in renewed] == [("attempt", 1)]
+    if empty_db.is_postgres:
+        assert hot == 1
