@@ -334,7 +334,8 @@ def test_0010_upgrade__value_checks_compare_with_one_constant_array_and_still_re
 
 def test_0011_upgrade__the_attempt_lease_index_is_gone__a_heartbeat_writes_no_index_entry(empty_db: EngineDB) -> None:
     """After 0011 no index holds an attempt's LEASE_EXPIRES_AT, so on PostgreSQL a heartbeat (renew_lease) keeps each
-    new row version on its page (a HOT update) instead of writing an entry in every index of the table."""
+    new row version on its page (a HOT update) instead of writing an entry in each index that holds a live
+    attempt."""
     q = empty_db.qualify
     with acting_as(ACTOR):
         migrate(empty_db, up_to="0010")
