@@ -47,12 +47,12 @@ class FunctionSpec:
     statements: tuple[str, ...]  # SQLite only
 
     def row_type(self) -> type:
-        return _row_type(self.name, tuple(name for name, _ in self.returns))
+        return _row_type(self.name, self.returns)
 
 
 @cache
-def _row_type(name: str, fields: tuple[str, ...]) -> type:
-    return namedtuple(f"{name}_row", fields)
+def _row_type(name: str, returns: tuple[tuple[str, str], ...]) -> type:
+    return namedtuple(f"{name}_row", [field for field, _ in returns])
 
 
 def _parse_params(text: str) -> tuple[Param, ...]:

@@ -30,14 +30,17 @@ $$;
 -- and returns the clock. Errors: EC001 when no actor is named.
 CREATE OR REPLACE FUNCTION etl_craft._begin(p_actor text, p_actor_kind text) RETURNS timestamptz
 LANGUAGE plpgsql AS $$
+DECLARE
+  v_marked text;
 BEGIN
   IF p_actor IS NOT NULL THEN
     IF btrim(p_actor) = '' OR length(p_actor) > 128 OR p_actor ~ '[[:cntrl:]]' THEN
       RAISE EXCEPTION 'the actor % is not a name: use 1 to 128 printable characters, such as dba:alice', quote_literal(p_actor)
         USING ERRCODE = 'EC001';
     END IF;
-    PERFORM set_config('etl_craft.actor', p_actor, true),
-            set_config('etl_craft.actor_kind', COALESCE(p_actor_kind, 'HUMAN'), true);
+    -- An assignment, not PERFORM: PL/pgSQL evaluates it as a plain expression, without starting an executor.
+    v_marked := set_config('etl_craft.actor', p_actor, true)
+                || set_config('etl_craft.actor_kind', COALESCE(p_actor_kind, 'HUMAN'), true);
   ELSIF etl_craft._actor() IS NULL THEN
     RAISE EXCEPTION 'etl-craft functions record who acts: pass p_actor => ''you@host'' (or run them through etl-craft)'
       USING ERRCODE = 'EC001';

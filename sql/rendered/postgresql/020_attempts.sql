@@ -53,7 +53,8 @@ SET enable_sort = off AS $fn$
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
-  v_claim text;
+  v_claim bigint[];
+  v_durability text;
 BEGIN
   IF COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1 THEN
     PERFORM etl_craft._fail('EC023', CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END);
@@ -62,86 +63,102 @@ BEGIN
     PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
   END IF;
   IF NOT COALESCE(p_durable, true) THEN
-    PERFORM set_config('synchronous_commit', 'off', true);
+    v_durability := set_config('synchronous_commit', 'off', true);  -- an expression: no executor, unlike PERFORM
   END IF;
   IF p_run_id IS NULL THEN
-    SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim FROM (SELECT k.ATTEMPT_ID
-        FROM (
-              SELECT * FROM (
-                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
-                  FROM etl_craft.AUD_TASK_ATTEMPTS a
-                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion'
-                   AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
-                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
-                   AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
-                          FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
-                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
-                 LIMIT p_max_attempts
-                 FOR UPDATE OF a SKIP LOCKED
-              ) k_ingestion
-              UNION ALL
-              SELECT * FROM (
-                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
-                  FROM etl_craft.AUD_TASK_ATTEMPTS a
-                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse'
-                   AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
-                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
-                   AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
-                          FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
-                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
-                 LIMIT p_max_attempts
-                 FOR UPDATE OF a SKIP LOCKED
-              ) k_warehouse
-             ) k
-       ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
-       LIMIT p_max_attempts) c;
+    IF strpos(p_slot_kinds, ',') = 0 THEN
+      SELECT array_agg(c.ATTEMPT_ID) INTO v_claim FROM (SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+          FROM etl_craft.AUD_TASK_ATTEMPTS a
+         WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = p_slot_kinds
+           AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+           AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                  FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
+         ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+         LIMIT p_max_attempts FOR UPDATE OF a SKIP LOCKED) c;
+    ELSE
+      SELECT array_agg(c.ATTEMPT_ID) INTO v_claim FROM (SELECT k.ATTEMPT_ID
+          FROM (
+                SELECT * FROM (
+                  SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                    FROM etl_craft.AUD_TASK_ATTEMPTS a
+                   WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion' AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
+                     AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                     AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                            FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
+                   ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                   LIMIT p_max_attempts FOR UPDATE OF a SKIP LOCKED
+                ) k_ingestion
+                UNION ALL
+                SELECT * FROM (
+                  SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                    FROM etl_craft.AUD_TASK_ATTEMPTS a
+                   WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse' AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
+                     AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                     AND (SELECT r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                            FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID)
+                   ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                   LIMIT p_max_attempts FOR UPDATE OF a SKIP LOCKED
+                ) k_warehouse
+               ) k
+         ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
+         LIMIT p_max_attempts) c;
+    END IF;
   ELSE
-    SELECT string_agg(CAST(c.ATTEMPT_ID AS text), ',') INTO v_claim FROM (SELECT k.ATTEMPT_ID
-        FROM (
-              SELECT * FROM (
-                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
-                  FROM etl_craft.AUD_TASK_ATTEMPTS a
-                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion'
-                   AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
-                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
-                   AND a.PIPELINE_RUN_ID = p_run_id
-                   AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
-                                WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
-                                  AND r.CANCEL_REQUESTED_AT IS NULL)
-                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
-                 LIMIT p_max_attempts
-                 FOR UPDATE OF a SKIP LOCKED
-              ) k_ingestion
-              UNION ALL
-              SELECT * FROM (
-                SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
-                  FROM etl_craft.AUD_TASK_ATTEMPTS a
-                 WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse'
-                   AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
-                   AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
-                   AND a.PIPELINE_RUN_ID = p_run_id
-                   AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
-                                WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
-                                  AND r.CANCEL_REQUESTED_AT IS NULL)
-                 ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
-                 LIMIT p_max_attempts
-                 FOR UPDATE OF a SKIP LOCKED
-              ) k_warehouse
-             ) k
-       ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
-       LIMIT p_max_attempts) c;
+    IF strpos(p_slot_kinds, ',') = 0 THEN
+      SELECT array_agg(c.ATTEMPT_ID) INTO v_claim FROM (SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+          FROM etl_craft.AUD_TASK_ATTEMPTS a
+         WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = p_slot_kinds
+           AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+           AND a.PIPELINE_RUN_ID = p_run_id
+           AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+                        WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
+                          AND r.CANCEL_REQUESTED_AT IS NULL)
+         ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+         LIMIT p_max_attempts FOR UPDATE OF a SKIP LOCKED) c;
+    ELSE
+      SELECT array_agg(c.ATTEMPT_ID) INTO v_claim FROM (SELECT k.ATTEMPT_ID
+          FROM (
+                SELECT * FROM (
+                  SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                    FROM etl_craft.AUD_TASK_ATTEMPTS a
+                   WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'ingestion' AND 'ingestion' = ANY (string_to_array(p_slot_kinds, ','))
+                     AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                     AND a.PIPELINE_RUN_ID = p_run_id
+                     AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+                                  WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
+                                    AND r.CANCEL_REQUESTED_AT IS NULL)
+                   ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                   LIMIT p_max_attempts FOR UPDATE OF a SKIP LOCKED
+                ) k_ingestion
+                UNION ALL
+                SELECT * FROM (
+                  SELECT a.ATTEMPT_ID, a.PRIORITY, a.QUEUED_AT
+                    FROM etl_craft.AUD_TASK_ATTEMPTS a
+                   WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = 'warehouse' AND 'warehouse' = ANY (string_to_array(p_slot_kinds, ','))
+                     AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                     AND a.PIPELINE_RUN_ID = p_run_id
+                     AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+                                  WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS'
+                                    AND r.CANCEL_REQUESTED_AT IS NULL)
+                   ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                   LIMIT p_max_attempts FOR UPDATE OF a SKIP LOCKED
+                ) k_warehouse
+               ) k
+         ORDER BY k.PRIORITY DESC, k.QUEUED_AT, k.ATTEMPT_ID
+         LIMIT p_max_attempts) c;
+    END IF;
   END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'CLAIMED', OWNER_ID = p_owner_id, CLAIMED_AT = v_now, HEARTBEAT_AT = v_now,
          LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
-   WHERE ATTEMPT_ID = ANY (CAST(string_to_array(v_claim, ',') AS bigint[])) AND STATUS = 'QUEUED';
+   WHERE ATTEMPT_ID = ANY (v_claim) AND STATUS = 'QUEUED';
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.pipeline_run_id::bigint, q.task_id::bigint, q.attempt_number::integer, q.lease_expires_at::timestamptz
     FROM (
       SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.PIPELINE_RUN_ID,
              (SELECT t.TASK_ID FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = a.TASK_RUN_ID), a.ATTEMPT_NUMBER, a.LEASE_EXPIRES_AT
         FROM etl_craft.AUD_TASK_ATTEMPTS a
-       WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_claim, ',') AS bigint[]))
+       WHERE a.ATTEMPT_ID = ANY (v_claim)
        ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
     ) AS q(attempt_id, task_run_id, pipeline_run_id, task_id, attempt_number, lease_expires_at);
 END
@@ -271,6 +288,8 @@ DECLARE
   v_rows bigint;
   v_task_run_id bigint;
   v_attempt_number integer;
+  v_task_run_status text;
+  v_attempt_count integer;
 BEGIN
   IF p_status IS NULL OR p_status NOT IN ('SUCCESS', 'FAILED') THEN
     PERFORM etl_craft._fail('EC023', 'finish_attempt records SUCCESS or FAILED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; a time limit is time_out_attempt, a cancel cancel_attempt');
@@ -312,30 +331,33 @@ BEGIN
          TARGET_COUNT = p_target_count,
          ERROR_MESSAGE = p_error_message, TASK_LOG = p_task_log,
          ATTEMPT_COUNT = CASE WHEN ATTEMPT_COUNT < v_attempt_number THEN v_attempt_number ELSE ATTEMPT_COUNT END
-   WHERE TASK_RUN_ID = v_task_run_id;
-  INSERT INTO etl_craft.AUD_TASK_OFFSETS (TASK_ID, OFFSET_TYPE, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID, STORED_AT)
-  SELECT t.TASK_ID, p_offset_type, p_offset_value, t.TASK_RUN_ID, p_attempt_id, v_now
-    FROM etl_craft.AUD_TASK_RUN_LOG t
-   WHERE t.TASK_RUN_ID = v_task_run_id AND p_status = 'SUCCESS' AND p_offset_value IS NOT NULL
-  ON CONFLICT (TASK_ID) DO UPDATE
-     SET OFFSET_TYPE = excluded.OFFSET_TYPE, OFFSET_VALUE = excluded.OFFSET_VALUE, TASK_RUN_ID = excluded.TASK_RUN_ID,
-         ATTEMPT_ID = excluded.ATTEMPT_ID, STORED_AT = excluded.STORED_AT;
-  INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
-    (PIPELINE_RUN_ID, TASK_RUN_ID, TASK_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID, CONSUMED_TASK_RUN_ID, CONSUMED_REVISION,
-     DECISION_ID, CONSUMED_AT)
-  SELECT t.PIPELINE_RUN_ID, t.TASK_RUN_ID, d.TASK_DEPENDENCY_ID, d.SELECTED_PIPELINE_RUN_ID, d.SELECTED_TASK_RUN_ID,
-         d.SELECTED_REVISION, d.DECISION_ID, v_now
-    FROM etl_craft.AUD_GATE_DECISIONS d JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = v_task_run_id
-   WHERE d.ATTEMPT_ID = p_attempt_id AND d.RESULT = 'SATISFIED' AND d.TASK_DEPENDENCY_ID IS NOT NULL
-     AND p_status = 'SUCCESS'
-   ORDER BY d.DECISION_ID
-  ON CONFLICT DO NOTHING;
+   WHERE TASK_RUN_ID = v_task_run_id
+  RETURNING STATUS, ATTEMPT_COUNT INTO v_task_run_status, v_attempt_count;
+  IF p_status = 'SUCCESS' AND p_offset_value IS NOT NULL THEN
+    INSERT INTO etl_craft.AUD_TASK_OFFSETS (TASK_ID, OFFSET_TYPE, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID, STORED_AT)
+    SELECT t.TASK_ID, p_offset_type, p_offset_value, t.TASK_RUN_ID, p_attempt_id, v_now
+      FROM etl_craft.AUD_TASK_RUN_LOG t
+     WHERE t.TASK_RUN_ID = v_task_run_id AND p_status = 'SUCCESS' AND p_offset_value IS NOT NULL
+    ON CONFLICT (TASK_ID) DO UPDATE
+       SET OFFSET_TYPE = excluded.OFFSET_TYPE, OFFSET_VALUE = excluded.OFFSET_VALUE, TASK_RUN_ID = excluded.TASK_RUN_ID,
+           ATTEMPT_ID = excluded.ATTEMPT_ID, STORED_AT = excluded.STORED_AT;
+  END IF;
+  IF p_status = 'SUCCESS' AND EXISTS (SELECT 1 FROM etl_craft.AUD_GATE_DECISIONS d WHERE d.ATTEMPT_ID = p_attempt_id) THEN
+    INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
+      (PIPELINE_RUN_ID, TASK_RUN_ID, TASK_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID, CONSUMED_TASK_RUN_ID, CONSUMED_REVISION,
+       DECISION_ID, CONSUMED_AT)
+    SELECT t.PIPELINE_RUN_ID, t.TASK_RUN_ID, d.TASK_DEPENDENCY_ID, d.SELECTED_PIPELINE_RUN_ID, d.SELECTED_TASK_RUN_ID,
+           d.SELECTED_REVISION, d.DECISION_ID, v_now
+      FROM etl_craft.AUD_GATE_DECISIONS d JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = v_task_run_id
+     WHERE d.ATTEMPT_ID = p_attempt_id AND d.RESULT = 'SATISFIED' AND d.TASK_DEPENDENCY_ID IS NOT NULL
+       AND p_status = 'SUCCESS'
+     ORDER BY d.DECISION_ID
+    ON CONFLICT DO NOTHING;
+  END IF;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.status::text, q.task_run_status::text, q.attempt_count::integer
     FROM (
-      SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.STATUS, t.STATUS, t.ATTEMPT_COUNT
-        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
-       WHERE a.ATTEMPT_ID = p_attempt_id
+      SELECT p_attempt_id, v_task_run_id, p_status, v_task_run_status, v_attempt_count
     ) AS q(attempt_id, task_run_id, status, task_run_status, attempt_count);
 END
 $fn$;

@@ -175,12 +175,12 @@ SET jit = off AS $fn$
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
-  v_lost text;
+  v_lost bigint[];
 BEGIN
   IF p_grace_seconds IS NULL OR p_grace_seconds < 0 THEN
     PERFORM etl_craft._fail('EC023', 'grace_seconds must be 0 or more, not ' || COALESCE(CAST(p_grace_seconds AS text), 'NULL'));
   END IF;
-  SELECT string_agg(CAST(q.ATTEMPT_ID AS text), ',') INTO v_lost
+  SELECT array_agg(q.ATTEMPT_ID) INTO v_lost
     FROM (SELECT ATTEMPT_ID FROM etl_craft.AUD_TASK_ATTEMPTS
            WHERE STATUS IN ('CLAIMED', 'RUNNING')
              AND LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))
@@ -190,12 +190,12 @@ BEGIN
          ) q;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'LOST', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL, ERROR_MESSAGE = 'attempt ' || ATTEMPT_ID || ' was lost: owner ' || COALESCE(OWNER_ID, 'nobody') || ' stopped renewing its lease at ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never')
-   WHERE ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[])) AND STATUS IN ('CLAIMED', 'RUNNING');
+   WHERE ATTEMPT_ID = ANY (v_lost) AND STATUS IN ('CLAIMED', 'RUNNING');
   UPDATE etl_craft.AUD_TASK_RUN_LOG AS tr
      SET STATUS = 'FAILED', END_DATE = v_now,
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a
-                           WHERE a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[])))
-   WHERE tr.TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[])));
+                           WHERE a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.ATTEMPT_ID = ANY (v_lost))
+   WHERE tr.TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = ANY (v_lost));
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
      SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
    WHERE r.STATUS = 'IN-PROGRESS' AND r.LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))
@@ -206,7 +206,7 @@ BEGIN
     FROM (
       SELECT a.ATTEMPT_ID, a.OWNER_ID, t.STATUS
         FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
-       WHERE a.ATTEMPT_ID = ANY (CAST(string_to_array(v_lost, ',') AS bigint[]))
+       WHERE a.ATTEMPT_ID = ANY (v_lost)
        ORDER BY a.ATTEMPT_ID
     ) AS q(attempt_id, owner_id, task_run_status);
 END
