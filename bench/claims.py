@@ -28,7 +28,10 @@ written), the write a fleet of workers repeats for as long as its attempts run.
 
 With --pgbench, also the server alone: pgbench (-M prepared) runs claim + finish through the functions and
 through the minimal reference, each client draining `--attempts` attempts, with the same process counts; no
-Python between the statements.
+Python between the statements. Then the time spent inside the functions themselves, per call, as PostgreSQL
+counts it (pg_stat_user_functions, with track_functions set for the pgbench session, which needs a superuser):
+one client, so no lock waits; the protocol, parsing and commit around each call are left out. Of all the
+figures it moves least between runs, so it is the one to compare two versions of the functions with.
 
 Uses ETLCRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 """
@@ -274,6 +277,44 @@ def _pgbench(path: str, dsn: str, clients: int, attempts: int) -> float:
     return float(found.group(1))
 
 
+# Time inside the functions: PostgreSQL's own count per call (pg_stat_user_functions, track_functions = 'pl'), for
+# claim_attempt and finish_attempt and for the reference's claim and finish, one pgbench client each.
+TIMED = {"functions": ("claim_attempt", "finish_attempt"), "minimal": ("claim", "finish")}
+
+
+def _function_stats(dsn: str, path: str) -> dict[str, tuple[int, float]]:
+    schema = "etl_craft" if path == "functions" else "bench_minimal"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT funcname, calls, total_time FROM pg_stat_user_functions"
+                            " WHERE schemaname = %s AND funcname = ANY(%s)", (schema, list(TIMED[path]))).fetchall()
+    return {name: (calls, total) for name, calls, total in rows}
+
+
+def _function_times(path: str, dsn: str, attempts: int) -> tuple[float, float]:
+    """Microseconds spent inside each of path's two functions per call, measured by PostgreSQL over one pgbench
+    client claiming and finishing `attempts` attempts (the protocol, parsing and commit around them excluded)."""
+    (_seed_minimal if path == "minimal" else _seed)(dsn, attempts)
+    before = _function_stats(dsn, path)
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+        script.write(PGBENCH_SCRIPTS[path])
+        script.flush()
+        subprocess.run(["pgbench", "-n", "-M", "prepared", "-f", script.name, "-c", "1", "-t", str(attempts), dsn],
+                       capture_output=True, text=True, check=True,
+                       env={**os.environ, "PGOPTIONS": "-c track_functions=pl"})
+    deadline = time.monotonic() + 10  # a backend reports its counts as it exits, after pgbench has returned
+    while True:
+        after = _function_stats(dsn, path)
+        calls = [after.get(f, (0, 0.0))[0] - before.get(f, (0, 0.0))[0] for f in TIMED[path]]
+        if all(c >= attempts for c in calls) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    if any(c < attempts for c in calls):
+        raise RuntimeError(f"pg_stat_user_functions counted {calls} calls of {TIMED[path]}, expected {attempts} each")
+    claim, finish = ((after[f][1] - before.get(f, (0, 0.0))[1]) * 1000 / count
+                     for f, count in zip(TIMED[path], calls, strict=True))
+    return claim, finish
+
+
 @dataclass(frozen=True)
 class Measurement:
     per_second: float
@@ -327,6 +368,26 @@ def _print_cpu(measured: dict[int, dict[str, list[Measurement]]]) -> None:
             ceiling = (os.cpu_count() or 1) * 1e6 / (client + server)
             print(f"{processes:>9}  {path:<9}  {client:>7.0f}  {server:>7.0f}  {client + server:>7.0f}"
                   f"  {ceiling:>9.0f}", flush=True)
+
+
+def _print_function_times(dsn: str, attempts: int, repeat: int) -> None:
+    print(f"\ntime inside the functions, one pgbench client, {attempts} claim + finish (PostgreSQL's own count,"
+          f" pg_stat_user_functions; microseconds per call, medians of {repeat})")
+    times: dict[str, list[tuple[float, float]]] = {path: [] for path in TIMED}
+    try:
+        for _ in range(repeat):  # the paths in turns: the machine's speed drifts between measurements
+            for path, measured in times.items():
+                measured.append(_function_times(path, dsn, attempts))
+    except subprocess.CalledProcessError as exc:  # track_functions is a superuser setting
+        print(f"  not measured: pgbench could not set track_functions ({exc.stderr.strip()})")
+        return
+    print(f"{'path':>9}  {'claim':>7}  {'finish':>7}  {'claim + finish':>14}")
+    sums = {}
+    for path, measured in times.items():
+        claim, finish = (statistics.median(m[i] for m in measured) for i in (0, 1))
+        sums[path] = statistics.median(c + f for c, f in measured)
+        print(f"{path:>9}  {claim:>7.0f}  {finish:>7.0f}  {sums[path]:>14.0f}")
+    print(f"functions / minimal inside the functions: {sums['functions'] / sums['minimal']:.2f}")
 
 
 def _heartbeats(dsn: str, renewals: int) -> None:
@@ -412,6 +473,7 @@ def main() -> None:
                 functions = _pgbench("functions", dsn, clients, args.attempts)
                 minimal = _pgbench("minimal", dsn, clients, args.attempts)
                 print(f"{clients:>9}  {functions:>11.0f}  {minimal:>9.0f}  {functions / minimal:>17.2f}", flush=True)
+            _print_function_times(dsn, args.attempts, args.repeat)
     finally:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
