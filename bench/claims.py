@@ -279,14 +279,15 @@ def _pgbench(path: str, dsn: str, clients: int, attempts: int) -> float:
 
 # Time inside the functions: PostgreSQL's own count per call (pg_stat_user_functions, track_functions = 'pl'), for
 # claim_attempt and finish_attempt and for the reference's claim and finish, one pgbench client each.
-TIMED = {"functions": ("claim_attempt", "finish_attempt"), "minimal": ("claim", "finish")}
+TIMED = {"functions": ("etl_craft", ("claim_attempt", "finish_attempt")),
+         "minimal": ("bench_minimal", ("claim", "finish"))}
 
 
 def _function_stats(dsn: str, path: str) -> dict[str, tuple[int, float]]:
-    schema = "etl_craft" if path == "functions" else "bench_minimal"
+    schema, names = TIMED[path]
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute("SELECT funcname, calls, total_time FROM pg_stat_user_functions"
-                            " WHERE schemaname = %s AND funcname = ANY(%s)", (schema, list(TIMED[path]))).fetchall()
+                            " WHERE schemaname = %s AND funcname = ANY(%s)", (schema, list(names))).fetchall()
     return {name: (calls, total) for name, calls, total in rows}
 
 
@@ -301,17 +302,19 @@ def _function_times(path: str, dsn: str, attempts: int) -> tuple[float, float]:
         subprocess.run(["pgbench", "-n", "-M", "prepared", "-f", script.name, "-c", "1", "-t", str(attempts), dsn],
                        capture_output=True, text=True, check=True,
                        env={**os.environ, "PGOPTIONS": "-c track_functions=pl"})
+    names = TIMED[path][1]
     deadline = time.monotonic() + 10  # a backend reports its counts as it exits, after pgbench has returned
     while True:
         after = _function_stats(dsn, path)
-        calls = [after.get(f, (0, 0.0))[0] - before.get(f, (0, 0.0))[0] for f in TIMED[path]]
-        if all(c >= attempts for c in calls) or time.monotonic() > deadline:
+        spent = [tuple(a - b for a, b in zip(after.get(f, (0, 0.0)), before.get(f, (0, 0.0)), strict=True))
+                 for f in names]
+        if all(calls >= attempts for calls, _ in spent) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    if any(c < attempts for c in calls):
-        raise RuntimeError(f"pg_stat_user_functions counted {calls} calls of {TIMED[path]}, expected {attempts} each")
-    claim, finish = ((after[f][1] - before.get(f, (0, 0.0))[1]) * 1000 / count
-                     for f, count in zip(TIMED[path], calls, strict=True))
+    if any(calls < attempts for calls, _ in spent):
+        raise RuntimeError(f"pg_stat_user_functions counted {[c for c, _ in spent]} calls of {names}, expected"
+                           f" {attempts} each")
+    claim, finish = (milliseconds * 1000 / calls for calls, milliseconds in spent)
     return claim, finish
 
 
