@@ -2,7 +2,7 @@
 
 For each warehouse a 1,000,000-row source is loaded into an SCD1 target and an SCD2 target by each action's first
 merge (setup, not measured); 100,000 of those keys, spread over the whole table, then get a new value in every
-non-key column and are merged again. Three figures per action, measured in the same run:
+non-key column and are merged again. Three figures per action (four on PostgreSQL), measured in the same run:
 
 - etl-craft: one attempt through the handler's real entry (`run_sql_task`, with the Engine DB target lock, the
   staging, the guards, the change hash and the hash-version read), from the call to its return;
@@ -10,7 +10,12 @@ non-key column and are merged again. Three figures per action, measured in the s
   target's shape (engine columns filled with literals and ROW_NUMBER, no hash, no key lookup);
 - hand-written merge: the least SQL that applies the same change to a copy of the target, knowing every row
   changed: SCD1 one `UPDATE ... FROM`, SCD2 an `UPDATE ... FROM` closing the versions and an `INSERT ... SELECT`
-  opening the new ones. It shows how much of the time is the warehouse's cost of changing rows in place.
+  opening the new ones. It shows how much of the time is the warehouse's cost of changing rows in place;
+- by row address (PostgreSQL only): the same change to another copy, its rows located before the timing starts:
+  each changed row's ctid and new values are collected into a table first, then the timed `UPDATE` fetches each
+  row by its address (a Tid Scan, checked with EXPLAIN), with no scan of the target and no join on the key (SCD2
+  adds the same `INSERT ... SELECT` as the hand-written merge). It is what changing these rows in place costs the
+  warehouse with nothing left to find.
 
 Each measured step starts after a CHECKPOINT, so none pays for an earlier step's deferred writes, and is followed by
 one, timed apart: what the step left to be written into the table files when it returned (on PostgreSQL its dirty
@@ -70,6 +75,8 @@ STAMPS = {"pipeline_id": "1", "pipeline_run_id": "1", "task_run_id": "1", "row_i
           "create_date": "CURRENT_TIMESTAMP", "created_by": "'bench'", "update_date": "CURRENT_TIMESTAMP",
           "updated_by": "'bench'", "delete_flag": "'N'", "active_flag": "'Y'", "valid_from": "CURRENT_TIMESTAMP"}
 T = TypeVar("T")
+#: Where the UPDATE is among the timed statements of by_address (after its two SET LOCAL).
+UPDATE_AT = 2
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class Figure:
     floor: float  # INSERT ... SELECT of the same rows
     hand: float  # hand-written merge of the same rows
     checkpoints: tuple[float, float, float]  # the CHECKPOINT after each of etl-craft, the floor, the hand-written
+    by_address: float | None  # the change with its rows located in advance (PostgreSQL), None elsewhere
 
     @property
     def ratio(self) -> float:
@@ -164,6 +172,17 @@ class Project:
                 conn.execute(statement)
             return time.perf_counter() - began
 
+    def plan(self, *statements: str) -> str:
+        """EXPLAIN of the last statement, the ones before it (SET LOCAL) run first in the same transaction."""
+        warehouse = open_warehouse(self.config)
+        try:
+            with warehouse.transaction() as session:
+                for statement in statements[:-1]:
+                    session.run(statement)
+                return "\n".join(str(row[0]) for row in session.rows(f"EXPLAIN {statements[-1]}"))
+        finally:
+            warehouse.dispose()
+
     def checkpoint(self) -> float:
         """CHECKPOINT: what the steps before it changed is written into the table files. Its seconds."""
         return self.maintain("CHECKPOINT")
@@ -216,6 +235,24 @@ def hand_merge(action: str, table: str, columns: list[str]) -> list[str]:
             f"FROM {SCHEMA}.changes AS c WHERE t.id = c.id AND t.active_flag = 'Y'", insert_changes(table, columns)]
 
 
+def by_address(action: str, table: str, columns: list[str]) -> tuple[list[str], list[str]]:
+    """The change of hand_merge with every changed row located in advance: (untimed statements that collect each
+    changed row's ctid and new values into {table}_rows, the timed statements: the UPDATE is statements[UPDATE_AT]).
+    The UPDATE may only fetch rows by their ctid: joins by hash and merge are off for its transaction."""
+    rows = f"{SCHEMA}.{table}_rows"
+    current = "t.active_flag = 'Y'" if action == "SCD2_MERGE" else "TRUE"
+    locate = [f"DROP TABLE IF EXISTS {rows}",
+              f"CREATE TABLE {rows} AS SELECT t.ctid AS address, c.* FROM {SCHEMA}.{table} AS t "
+              f"JOIN {SCHEMA}.changes AS c ON t.id = c.id WHERE {current}", f"ANALYZE {rows}"]
+    sets = (", ".join(f"{c} = r.{c}" for c in COLUMNS[1:]) if action == "SCD1_MERGE"
+            else "active_flag = 'N', valid_to = CURRENT_TIMESTAMP")
+    update = f"UPDATE {SCHEMA}.{table} AS t SET {sets} FROM {rows} AS r WHERE t.ctid = r.address"
+    timed_statements = ["SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off", update]
+    if action == "SCD2_MERGE":
+        timed_statements.append(insert_changes(table, columns))
+    return locate, timed_statements
+
+
 def check(result: HandlerResult, action: str, changed: int) -> None:
     """The merge did what the benchmark claims: every changed row updated (SCD1) or versioned (SCD2)."""
     counts = result.counts
@@ -234,9 +271,12 @@ def setup(project: Project, rows: int, changed: int) -> None:
               functools.partial(project.run, action, f"SELECT {', '.join(COLUMNS)} FROM {SCHEMA}.src", target))
         project.execute(f"CREATE TABLE {SCHEMA}.{target}_hand AS SELECT * FROM {SCHEMA}.{target}",
                         f"CREATE TABLE {SCHEMA}.{target}_floor AS SELECT * FROM {SCHEMA}.{target} WHERE 1 = 0")
+        if project.dialect == "postgresql":
+            project.execute(f"CREATE TABLE {SCHEMA}.{target}_addr AS SELECT * FROM {SCHEMA}.{target}")
     project.execute(changes_sql(rows, changed))
     if project.dialect == "postgresql":
-        tables = ["src", "changes", *(f"{t}{suffix}" for _, t in ACTIONS for suffix in ("", "_hand", "_floor"))]
+        copies = ("", "_hand", "_floor", "_addr")
+        tables = ["src", "changes", *(f"{t}{suffix}" for _, t in ACTIONS for suffix in copies)]
         timed(f"{label} setup: VACUUM ANALYZE (what autovacuum does after a load)",
               functools.partial(project.maintain, *(f"VACUUM ANALYZE {SCHEMA}.{t}" for t in tables)))
 
@@ -258,8 +298,26 @@ def measure(project: Project, action: str, target: str, changed: int) -> Figure:
     _, floor = timed(f"{label}: floor, INSERT ... SELECT of the same rows",
                      functools.partial(project.execute, insert_changes(f"{target}_floor", columns)))
     after_floor = project.checkpoint()
+    addressed = measure_by_address(project, action, target, columns, changed) if project.dialect == "postgresql" \
+        else None
     return Figure(project.dialect, action, changed, seconds, result.counts.rows_written or 0, floor, hand,
-                  (after_etl_craft, after_floor, after_hand))
+                  (after_etl_craft, after_floor, after_hand), addressed)
+
+
+def measure_by_address(project: Project, action: str, target: str, columns: list[str], changed: int) -> float:
+    """The change with its rows located in advance (by_address), after a CHECKPOINT; its seconds."""
+    label = f"[{project.dialect}] {action}"
+    locate, statements = by_address(action, f"{target}_addr", columns)
+    project.execute(*locate)
+    plan = project.plan(*statements[:UPDATE_AT + 1])
+    if "Tid Scan" not in plan:
+        raise RuntimeError(f"{label}: the UPDATE by row address is planned without a Tid Scan:\n{plan}")
+    project.checkpoint()
+    done, seconds = timed(f"{label}: the same rows changed by their row addresses",
+                          functools.partial(project.execute, *statements))
+    if done[UPDATE_AT] != changed:
+        raise RuntimeError(f"{label}: the UPDATE by row address changed {done[UPDATE_AT]:,} rows, expected {changed:,}")
+    return seconds
 
 
 @contextmanager
@@ -299,12 +357,13 @@ def report(figures: list[Figure], rows: int, changed: int) -> None:
           "which writes what it left into the table files")
     print(f"{'warehouse':<10}  {'action':<10}  {'seconds':>7}  {'+ ckpt':>6}  {'rows/s':>7}  {'written':>7}  "
           f"{'floor s':>7}  {'+ ckpt':>6}  {'x floor':>7}  {'x floor with ckpt':>17}  {'hand-written s':>14}  "
-          f"{'+ ckpt':>6}  {'x hand':>6}")
+          f"{'+ ckpt':>6}  {'x hand':>6}  {'by address s':>12}  {'x floor':>7}")
     for f in figures:
         etl_craft, floor, hand = f.checkpoints
         print(f"{f.warehouse:<10}  {f.action:<10}  {f.seconds:>7.2f}  {etl_craft:>6.2f}  {f.rows / f.seconds:>7,.0f}  "
               f"{f.written:>7,}  {f.floor:>7.2f}  {floor:>6.2f}  {f.ratio:>7.1f}  {f.ratio_written:>17.1f}  "
-              f"{f.hand:>14.2f}  {hand:>6.2f}  {f.seconds / f.hand:>6.1f}")
+              f"{f.hand:>14.2f}  {hand:>6.2f}  {f.seconds / f.hand:>6.1f}  {_maybe(f.by_address, '12.2f')}  "
+              f"{_maybe(f.by_address and f.by_address / f.floor, '7.1f')}")
     for f in figures:
         if f.warehouse == "postgresql" and f.action == "SCD1_MERGE":
             met = "met" if f.seconds < PG_SCD1_BUDGET_SECONDS else "NOT met"
@@ -314,6 +373,11 @@ def report(figures: list[Figure], rows: int, changed: int) -> None:
         written = "met" if f.ratio_written <= FLOOR_FACTOR else "NOT met"
         print(f"target: {f.warehouse} {f.action} within {FLOOR_FACTOR:.0f}x its floor: {to_commit} to the commit "
               f"({f.ratio:.1f}x); {written} with each side's checkpoint ({f.ratio_written:.1f}x)")
+
+
+def _maybe(value: float | None, spec: str) -> str:
+    width = spec.split(".")[0]
+    return format(value, spec) if value is not None else format("-", f">{width}")
 
 
 def main() -> None:
