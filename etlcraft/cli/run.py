@@ -25,6 +25,10 @@ from etlcraft.services.runs import (
 )
 from etlcraft.services.runs import backfill as run_backfill
 
+#: What a stop did to the tasks that were running (interrupt_attempt), for the message of a stopped command.
+_INTERRUPTED = ("its running tasks were stopped and recorded interrupted, which uses no retry, and each is queued to "
+                "run again")
+
 
 @click.command("run")
 @click.option("--pipeline_code", "pipeline_code", required=True, metavar="P", help="The pipeline to run.")
@@ -86,8 +90,8 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
                 done = run_backfill(ctx.engine_db(), ctx.config(), request, first, last,
                                     on_event=(lambda _: None) if quiet else click.echo)
             except Interrupted as exc:
-                raise IncompleteError(f"the backfill was stopped by {exc}; its running tasks were stopped and "
-                                      f"recorded FAILED; resume it with the same command") from exc
+                raise IncompleteError(f"the backfill was stopped by {exc}; {_INTERRUPTED}; resume it with the same "
+                                      "command") from exc
         emit(output_format, backfill_json(done), lambda: done.message)
         if not done.complete:
             if done.runs and done.runs[-1].status not in ("SUCCESS", "SKIPPED"):
@@ -116,9 +120,11 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
                 outcome = run_pipeline(ctx.engine_db(), ctx.config(), request,
                                        on_event=(lambda _: None) if quiet else click.echo)
         except Interrupted as exc:
-            raise IncompleteError(f"etl-craft run was stopped by {exc}; its running tasks were stopped and recorded "
-                                  f"FAILED; resume the run with etl-craft run --pipeline_code {pipeline_code} "
-                                  "--run-id N (see etl-craft status)") from exc
+            run = f"run {exc.run_id}" if exc.run_id is not None else "the run"
+            resume = ("the same command" if task or finalize_only or exc.run_id is None
+                      else f"etl-craft run --pipeline_code {pipeline_code} --run-id {exc.run_id}")
+            raise IncompleteError(f"etl-craft run was stopped by {exc}; {_INTERRUPTED}; {run} is left IN-PROGRESS to "
+                                  f"resume: resume it with {resume}") from exc
     emit(output_format, outcome_json(outcome), lambda: outcome.message)
     failed = sorted({e.task_code for e in outcome.ended if e.status != "SUCCESS"})
     if outcome.status == "IN-PROGRESS":

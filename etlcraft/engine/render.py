@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from etlcraft.core import parameters
 from etlcraft.core.errors import error_specs
 from etlcraft.core.states import state_machine
 from etlcraft.paths import sql_dir
@@ -32,6 +33,17 @@ def json_image(columns: Sequence[str], alias: str, overrides: Mapping[str, str] 
         pairs.append(f"'{column}', {expression}")
     lines = [", ".join(pairs[i:i + 3]) for i in range(0, len(pairs), 3)]
     return "json_object(\n      " + ",\n      ".join(lines) + ")"
+
+
+@cache
+def _retry_defaults() -> dict[str, Any]:
+    """The built-in retry policy the retry rule of 020_attempts falls back on: the defaults of the task parameters
+    RETRIES, RETRY_DELAY_SECONDS and RETRY_BACKOFF, and the cap on one retry's delay."""
+    by_name = parameters.BY_NAME
+    return {"retries": int(by_name["RETRIES"].default or 0),
+            "delay": int(by_name["RETRY_DELAY_SECONDS"].default or 0),
+            "backoff": float(by_name["RETRY_BACKOFF"].default or 1),
+            "max_delay": parameters.MAX_RETRY_DELAY_SECONDS}
 
 
 @cache
@@ -67,6 +79,7 @@ def render(template: str, dialect: str, schema: str, *, sqlite_calls: bool = Fal
         enums=state_machine().enums,
         errors=list(error_specs().values()),
         sqlite_calls=sqlite_calls,
+        retry_defaults=_retry_defaults(),
         **context,
     )
     return text.strip() + "\n"

@@ -14,14 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
-from etlcraft.core.parameters import retry_delay_seconds
 from etlcraft.core.states import ActorKind
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
@@ -48,9 +47,7 @@ class RunSettings:
 @dataclass(frozen=True)
 class TaskPolicy:
     timeout: float | None  # seconds; None: no limit
-    retries: int  # attempts a task run gets after its first one fails
-    retry_delay: float
-    retry_backoff: float
+    retries: int  # how many retries the Engine DB's retry rule gives the task (retry_policy), for messages
 
 
 @dataclass
@@ -63,11 +60,12 @@ class RunOutcome:
 
 
 class Interrupted(Exception):
-    """SIGTERM or SIGHUP reached the overseer."""
+    """SIGTERM or SIGHUP reached the overseer: its attempts are interrupted, not failed (interrupt_attempt)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+        self.run_id: int | None = None  # the run that was left IN-PROGRESS, once a run loop has released it
 
 
 @contextlib.contextmanager
@@ -144,10 +142,11 @@ class RunLoop:
                 try:
                     self._loop(heartbeat)
                 except Interrupted as exc:
-                    reason = f"stopped: the etl-craft run supervising it received {exc}"
+                    reason = f"the etl-craft run supervising it received {exc}"
                     self.outcome.ended += self.supervisor.stop_all(reason)
                     self.outcome.message = f"{reason}; run {self.run_id} is left IN-PROGRESS to resume"
                     self._release()
+                    exc.run_id = self.run_id
                     raise
         finally:
             heartbeat.stop()
@@ -176,8 +175,7 @@ class RunLoop:
                 fault_point("child_reaped")
                 self.outcome.ended.append(ended)
                 self.on_event(f"{ended.task_code}: {ended.status}")
-                if ended.status in ("FAILED", "TIMED_OUT"):
-                    self._retry(ended)
+                self._say_retry(ended)
         fault_point("before_finalize")
         self._finalize()
 
@@ -234,11 +232,11 @@ class RunLoop:
             code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
             try:
                 self.supervisor.start(attempt.attempt_id, code, self.policies(attempt.task_id).timeout)
-            except EtlCraftError as exc:  # the attempt is recorded FAILED (B2): it retries or fails the task
+            except EtlCraftError as exc:  # the attempt is recorded FAILED (B2): the retry rule retries it or not
                 ended = Ended(attempt.attempt_id, code, "FAILED", None)
                 self.outcome.ended.append(ended)
                 self.on_event(f"{code}: FAILED ({exc})")
-                self._retry(ended)
+                self._say_retry(ended)
                 continue
             self.on_event(f"{code}: started attempt {attempt.attempt_id}")
 
@@ -298,33 +296,26 @@ class RunLoop:
             self.outcome.ended.append(ended)
             self.on_event(f"{ended.task_code}: {ended.status} ({reason})")
 
-    def _retry(self, ended: Ended) -> None:
-        """Queue the next attempt of a task whose attempt failed or timed out, while its RETRIES last and its error
-        may succeed on retry (RETRYABLE not N), due after RETRY_DELAY_SECONDS times RETRY_BACKOFF per retry."""
+    def _say_retry(self, ended: Ended) -> None:
+        """Tell the operator about the retry the Engine DB queued after an attempt ended (its retry rule decides, in
+        the transaction that recorded the end): "retry 1 of 2 (attempt 12) in 60 s"."""
         with self.db.read() as conn:
-            row = fetch_one(self.db, conn, "attempt_row", attempt_id=ended.attempt_id)
-        assert row is not None
-        policy = self.policies(int(row["task_id"]))
-        number = int(row["attempt_number"])
-        if row["retryable"] == "N" or number > policy.retries:
+            queued = fetch_one(self.db, conn, "next_attempt", attempt_id=ended.attempt_id)
+        if queued is None or not queued["retry_number"]:
             return
-        delay = retry_delay_seconds(number, policy.retry_delay, policy.retry_backoff)
-        due = self.db.clock.now() + timedelta(seconds=delay)
-        queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=int(row["task_id"]), not_before=due)[0]
-        if queued.outcome == "QUEUED":
-            self.on_event(f"{ended.task_code}: retry {number} of {policy.retries} (attempt {queued.attempt_id}) "
-                          f"in {delay:g} s")
+        delay = 0.0
+        if queued["not_before"] is not None:
+            delay = (_as_utc(queued["not_before"]) - _as_utc(queued["queued_at"])).total_seconds()
+        retries = self.policies(int(queued["task_id"])).retries
+        self.on_event(f"{ended.task_code}: retry {queued['retry_number']} of {retries} (attempt "
+                      f"{queued['attempt_id']}) in {delay:g} s")
 
     def _next_due(self) -> datetime | None:
         """When a retry of this run is due, or a gate of it that waits looks again (run_next_due)."""
         with self.db.read() as conn:
             row = fetch_one(self.db, conn, "run_next_due", run_id=self.run_id)
         due = row and row["next_due"]
-        if not due:
-            return None
-        if isinstance(due, str):
-            due = datetime.fromisoformat(due)
-        return due.replace(tzinfo=UTC) if due.tzinfo is None else due
+        return _as_utc(due) if due else None
 
     def _until_due(self) -> float:
         """Seconds to wait for a task process to end before looking again: a heartbeat, or less when something
@@ -346,13 +337,11 @@ class RunLoop:
         return True
 
     def requeue_lost(self) -> None:
-        """A task whose latest attempt was LOST (its owner died) runs again: nobody knows whether it finished."""
-        with self.db.read() as conn:
-            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
-        for row in rows:
-            if row["attempt_status"] == "LOST" and row["status"] == "FAILED":
-                call(self.db, "queue_attempt", run_id=self.run_id, task_id=row["task_id"])
-                self.on_event(f"{row['task_code']}: attempt {row['attempt_id']} was lost; queued again")
+        """A task whose latest attempt was LOST (its owner died) and that the retry rule did not retry runs again:
+        nobody knows whether it finished. The Engine DB decides which (requeue_lost)."""
+        for queued in call(self.db, "requeue_lost", run_id=self.run_id):
+            code = self.task_codes.get(queued.task_id) or self._task_code(queued.task_id)
+            self.on_event(f"{code}: attempt {queued.lost_attempt_id} was lost; queued again")
 
     def _finalize(self) -> None:
         if self.scope is not None:
@@ -381,3 +370,9 @@ class RunLoop:
         """Give the run up without ending it, so the next etl-craft run resumes it at once (not after the lease)."""
         with contextlib.suppress(EtlCraftError):
             call(self.db, "release_run", run_id=self.run_id, owner_id=self.settings.owner_id)
+
+
+def _as_utc(value: datetime | str) -> datetime:
+    """A stored time as an aware UTC datetime (SQLite keeps UTC text)."""
+    stamp = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp

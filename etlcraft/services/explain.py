@@ -17,9 +17,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from etlcraft.core import parameters
 from etlcraft.core.errors import NotFoundError
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.services.control import RunRef, resolve_run
 from etlcraft.services.runs import find_pipeline
@@ -49,6 +49,7 @@ class Attempt:
     ended_at: datetime | None
     error: str | None
     retryable: str | None = None
+    retry_number: int = 0  # which retry of its task run the attempt is (a stop's requeue keeps the count)
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ def _live_verdict(snap: Snapshot, last: Attempt) -> str:
     if last.status != "QUEUED":
         return f"{task} is running now (attempt {last.number}, {last.status}); it ends by itself."
     if last.not_before is not None and last.not_before > snap.now:
-        retry = last.number - 1
+        retry = last.retry_number
         return (f"{task} runs again when attempt {last.number} (retry {retry} of {snap.retries}) falls due at "
                 f"{_at(last.not_before)} and an overseer of run {snap.run_id} claims it.")
     return f"{task} runs as soon as an overseer of run {snap.run_id} claims its queued attempt {last.number}."
@@ -280,11 +281,11 @@ def _ended_verdict(snap: Snapshot, last: Attempt | None) -> str:
     if last.retryable == "N":
         return (f"Nothing will run {task} again by itself: attempt {last.number} failed with an error that cannot "
                 f"succeed on a retry; fix the cause, then {rerun}.")
-    if last.number > snap.retries:
+    if last.retry_number >= snap.retries:
         return (f"Nothing will run {task} again by itself: attempt {last.number} {last.status} and its "
                 f"{snap.retries} retr{'y' if snap.retries == 1 else 'ies'} are used up; {rerun} would run it again.")
-    return (f"{task} runs again when an overseer of run {snap.run_id} queues retry {last.number} of {snap.retries} "
-            "(it has not been queued yet).")
+    return (f"Nothing will run {task} again by itself: attempt {last.number} {last.status} while run {snap.run_id} "
+            f"was being cancelled or had ended, so the Engine DB queued no retry; {rerun} would run it again.")
 
 
 def _dependency_verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
@@ -396,8 +397,8 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
         edges = fetch_all(db, conn, "explain_dependencies", run_id=run_id, task_id=task_id)
         decisions = fetch_all(db, conn, "explain_decisions", run_id=run_id, task_id=task_id)
         wait = fetch_one(db, conn, "explain_gate_wait", run_id=run_id, task_id=task_id)
-        params = {p["parameter_name"].upper(): p["parameter_value"]
-                  for p in fetch_all(db, conn, "task_parameters_of", task_id=task_id) if p["parameter_value"]}
+    # The policy the Engine DB's retry rule applies (retry_policy), not a reading of the parameters of its own.
+    policy = next(p for p in call(db, "retry_policy", run_id=run_id) if p.task_id == task_id)
     return Snapshot(
         pipeline.code, request.task_code, run_id, run["run_key"], as_date(run["run_date"]), run["status"],
         run["cancel_requested_at"] is not None,
@@ -405,13 +406,14 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
         task["run_condition"], None if task_run is None else task_run["status"],
         None if task_run is None else (task_run["error_message"] or task_run["message"]),
         tuple(Attempt(int(a["attempt_number"]), a["status"], as_time(a["queued_at"]), as_time(a["not_before"]),
-                      as_time(a["started_at"]), as_time(a["ended_at"]), a["error_message"], a["retryable"])
+                      as_time(a["started_at"]), as_time(a["ended_at"]), a["error_message"], a["retryable"],
+                      int(a["retry_number"] or 0))
               for a in attempts),
         tuple(Edge(_edge_name(e), e["dependency_type"], e["same_pipeline"] == "Y", e["upstream_status"],
                    None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"])) for e in edges),
         tuple(_decision(g) for g in decisions),
-        int(_param(params, "RETRIES")), float(_param(params, "RETRY_DELAY_SECONDS")),
-        float(_param(params, "RETRY_BACKOFF")), db.clock.now(), None if wait is None else _gate_wait(wait))
+        policy.retries, float(policy.retry_delay_seconds), float(policy.retry_backoff), db.clock.now(),
+        None if wait is None else _gate_wait(wait))
 
 
 def explain_task(db: EngineDB, request: ExplainRequest) -> Explanation:
@@ -436,10 +438,3 @@ def _gate_wait(row: dict[str, Any]) -> GateWait:
                     required_time(row["first_check_at"]), required_time(row["last_check_at"]),
                     as_time(row["next_check_at"]), required_time(row["wait_until"]), int(row["looks"]), row["outcome"],
                     as_time(row["ended_at"]))
-
-
-def _param(values: dict[str, str], name: str) -> str:
-    found = values.get(name)
-    default = parameters.BY_NAME[name].default
-    assert found is not None or default is not None
-    return found if found is not None else str(default)

@@ -99,7 +99,7 @@ def reconcile(db: EngineDB, lease_seconds: int) -> list[Any]:
 
 
 def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: date,
-               config_sha256: str | None, gate_wait_seconds: int = 0,
+               config: ProjectConfig, gate_wait_seconds: int = 0,
                on_event: Callable[[str], None] = lambda _: None) -> int:
     """The run this command drives: the one named by id or key (a key that does not exist yet is created), else
     the pipeline's single active run, else a new one. Never "the latest". A QUEUED run's pipeline gate may wait up
@@ -128,8 +128,17 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
                              str(found["status"]), gate_wait_seconds, on_event)
     key = request.run_key or f"manual:{uuid.uuid4()}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=run_date, status="QUEUED",
-               reason=request.reason, config_sha256=config_sha256)[0]
+               reason=request.reason, **_run_settings(config))[0]
     return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status), gate_wait_seconds, on_event)
+
+
+def _run_settings(config: ProjectConfig) -> dict[str, Any]:
+    """What create_run keeps on a new run from the project's configuration: its checksum and the retry defaults
+    (Orchestration: Retries, Retry_delay_seconds, Retry_backoff) the Engine DB's retry rule applies to each task
+    without parameters of its own."""
+    orchestration = config.orchestration
+    return {"config_sha256": config.sha256, "retries": orchestration.retries,
+            "retry_delay_seconds": orchestration.retry_delay_seconds, "retry_backoff": orchestration.retry_backoff}
 
 
 def _admitted(db: EngineDB, pipeline: Pipeline, run_id: int, key: str, status: str, gate_wait_seconds: int = 0,
@@ -164,28 +173,20 @@ def _must_be_in_progress(run_id: int, status: str) -> int:
 
 
 def task_policies(db: EngineDB, run_id: int) -> Callable[[int], TaskPolicy]:
-    """Each task's time limit and retry policy (TASK_TIMEOUT_SECONDS, RETRIES, RETRY_DELAY_SECONDS, RETRY_BACKOFF),
-    from its parameters, else their documented defaults. validate has already refused values that do not parse."""
-    values: dict[int, dict[str, str]] = {}
+    """Each task's time limit (TASK_TIMEOUT_SECONDS, which the supervisor enforces) and the number of retries the
+    Engine DB's retry rule gives it (retry_policy), for messages. validate has already refused values that do not
+    parse."""
+    timeouts: dict[int, float | None] = {}
     with db.read() as conn:
         for row in fetch_all(db, conn, "run_task_rows", run_id=run_id):
-            values[int(row["task_id"])] = {
-                p["parameter_name"].upper(): p["parameter_value"]
-                for p in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"]) if p["parameter_value"]}
-
-    def value(task_id: int, name: str) -> str:
-        found = values.get(task_id, {}).get(name)
-        if found is not None:
-            return found
-        default = parameters.BY_NAME[name].default
-        assert default is not None
-        return default
+            found = {p["parameter_name"].upper(): p["parameter_value"]
+                     for p in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"]) if p["parameter_value"]}
+            timeout = found.get("TASK_TIMEOUT_SECONDS") or parameters.BY_NAME["TASK_TIMEOUT_SECONDS"].default
+            timeouts[int(row["task_id"])] = float(timeout or 0) or None
+    retries = {int(r.task_id): int(r.retries) for r in call(db, "retry_policy", run_id=run_id)}
 
     def policy(task_id: int) -> TaskPolicy:
-        return TaskPolicy(timeout=float(value(task_id, "TASK_TIMEOUT_SECONDS")) or None,
-                          retries=int(value(task_id, "RETRIES")),
-                          retry_delay=float(value(task_id, "RETRY_DELAY_SECONDS")),
-                          retry_backoff=float(value(task_id, "RETRY_BACKOFF")))
+        return TaskPolicy(timeout=timeouts.get(task_id), retries=retries.get(task_id, 0))
     return policy
 
 
@@ -217,7 +218,7 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     lease = orchestration.lease_seconds
     reconcile(db, lease)
     run_date = request.run_date or datetime.now(orchestration.zone).date()
-    run_id = choose_run(db, pipeline, request, run_date, config.sha256, orchestration.gate_wait_minutes * 60,
+    run_id = choose_run(db, pipeline, request, run_date, config, orchestration.gate_wait_minutes * 60,
                         on_event)
     me = owner_id()
     with db.write() as conn:
@@ -262,7 +263,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
 
     for number, day in enumerate(dates, 1):
         reconcile(db, lease)
-        run_id = _backfill_run(db, pipeline, day, request.reason, config.sha256)
+        run_id = _backfill_run(db, pipeline, day, request.reason, config)
         if run_id is None:
             with db.read() as conn:
                 active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
@@ -290,7 +291,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
 
 
 def _backfill_run(db: EngineDB, pipeline: Pipeline, day: date, reason: str | None,
-                  config_sha256: str | None) -> int | None:
+                  config: ProjectConfig) -> int | None:
     """The backfill run of `day`: an unfinished one is resumed, else a new one is created and admitted (keys
     backfill:<day>, then backfill:<day>#2, ... when the date was backfilled before). None when another run of the
     pipeline is active (B7: checked before every date)."""
@@ -306,7 +307,7 @@ def _backfill_run(db: EngineDB, pipeline: Pipeline, day: date, reason: str | Non
             n += 1
             key = f"{base}#{n}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=day,
-               trigger_kind="BACKFILL", status="QUEUED", reason=reason, config_sha256=config_sha256)[0]
+               trigger_kind="BACKFILL", status="QUEUED", reason=reason, **_run_settings(config))[0]
     return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
 
 
@@ -336,7 +337,7 @@ def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request:
             assert row is not None
             return row
     run_date = request.run_date or datetime.now(config.orchestration.zone).date()
-    run_id = choose_run(db, pipeline, request, run_date, config.sha256)
+    run_id = choose_run(db, pipeline, request, run_date, config)
     with db.read() as conn:
         row = fetch_one(db, conn, "run_header", run_id=run_id)
     assert row is not None
@@ -392,10 +393,14 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
                 host=host())
         if status is None and not task.ignore_dependencies:
             _check_dependencies(db, conn, task, run_id, task_id, rows, edges, where)
-        queued = call_in(db, conn, "queue_attempt", run_id=run_id, task_id=task_id, rerun=status == "SUCCESS")[0]
-        if queued.outcome != "QUEUED":
-            raise WaitingError(f"task {task.task_code} {where} waits: {queued.reason}; nothing was recorded")
-    on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
+        if status == "IN-PROGRESS":  # its attempt is queued already, waiting for a supervisor (see _refuse_task)
+            on_event(f"{task.task_code}: attempt {row['attempt_id']} is queued {where}")
+        else:
+            queued = call_in(db, conn, "queue_attempt", run_id=run_id, task_id=task_id,
+                             rerun=status == "SUCCESS")[0]
+            if queued.outcome != "QUEUED":
+                raise WaitingError(f"task {task.task_code} {where} waits: {queued.reason}; nothing was recorded")
+            on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
     scope = frozenset({task_id} | (downstream_of(edges, task_id) if task.with_downstream else set()))
     settings = _settings(db, config, pipeline, run_id, me)
     loop = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
@@ -411,6 +416,8 @@ def _refuse_task(task: TaskRequest, status: str | None, run_id: int, run_status:
     if run_status == "QUEUED":
         raise RefusedByPolicyError(f"run {run_id} is QUEUED: its gates have not admitted it yet; "
                                    "see etl-craft status")
+    if status == "IN-PROGRESS" and row["attempt_status"] == "QUEUED":
+        return  # queued again after a stop (interrupt_attempt): this command runs it
     if status == "IN-PROGRESS":
         raise RefusedByPolicyError(f"task {code} {where} is running now (attempt {row['attempt_id']}, "
                                    f"{row['attempt_status']}, owner {row['owner_id']}); wait for it to end")
@@ -477,7 +484,7 @@ def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
     pipeline = find_pipeline(db, request.pipeline_code)
     reconcile(db, config.orchestration.lease_seconds)
     run_date = request.run_date or datetime.now(config.orchestration.zone).date()
-    run_id = choose_run(db, pipeline, request, run_date, config.sha256)
+    run_id = choose_run(db, pipeline, request, run_date, config)
     call(db, "record_action", command="run --init-only", arguments=_action(request),
          pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     return run_id

@@ -4,7 +4,7 @@ heartbeat thread starts: etlcraft.supervisor.forkserver), watched, timed out, st
 The parent shares each attempt's owner id with its child. When a child ends without recording its outcome
 (killed, crashed), the parent records FAILED on its behalf; when a time limit passes, the parent records
 TIMED_OUT first and then stops the child's process group, so the first writer wins and a late child changes
-nothing.
+nothing. When the parent itself is told to stop, it records each attempt interrupted before stopping it.
 """
 
 from __future__ import annotations
@@ -112,9 +112,12 @@ class LocalSupervisor:
         return [self._reap(child) for child in list(self.children.values()) if not child.process.is_alive()]
 
     def stop_all(self, reason: str) -> list[Ended]:
-        """Stop every child: record its attempt FAILED with `reason` first, then stop its process group."""
+        """Stop every child because this supervisor was told to stop (`reason`): record its attempt interrupted
+        first (interrupt_attempt: no retry is used, and the Engine DB queues the task to run again while its run
+        goes on), then stop its process group. An attempt that ended meanwhile keeps its outcome."""
         for child in self.children.values():
-            self._record(child, "FAILED", reason)
+            with contextlib.suppress(StaleTransitionError):
+                call(self.db, "interrupt_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id, reason=reason)
             self._signal(child, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         while any(c.process.is_alive() for c in self.children.values()) and time.monotonic() < deadline:

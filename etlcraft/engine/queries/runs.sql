@@ -72,6 +72,14 @@ SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.ATTEMPT_NUMBER, a.STATUS, a.OWNER_ID, a.HO
   JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
  WHERE a.ATTEMPT_ID = :attempt_id;
 
+-- name: next_attempt :one
+-- The attempt queued after attempt_id in its task run (a retry, or a run again after a stop), if any.
+SELECT n.ATTEMPT_ID, n.ATTEMPT_NUMBER, n.RETRY_NUMBER, n.STATUS, n.NOT_BEFORE, n.QUEUED_AT, tr.TASK_ID
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_ATTEMPTS} n ON n.TASK_RUN_ID = a.TASK_RUN_ID AND n.ATTEMPT_NUMBER = a.ATTEMPT_NUMBER + 1
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+ WHERE a.ATTEMPT_ID = :attempt_id;
+
 -- name: expired_live_attempts :many
 -- CLAIMED or RUNNING attempts whose lease expired: candidates for reconciliation.
 SELECT ATTEMPT_ID, OWNER_ID, HOST, PID, PROCESS_START, LEASE_EXPIRES_AT

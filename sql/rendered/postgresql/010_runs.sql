@@ -1,15 +1,18 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
 --   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
---   IN-PROGRESS run; more runs wait as QUEUED.
+--   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
+--   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for
+--   its tasks that set no RETRIES, RETRY_DELAY_SECONDS or RETRY_BACKOFF parameter; NULL: the built-in defaults.
 -- @transition RUN (none) -> IN-PROGRESS or QUEUED
 -- @locks the ux_run_key entry of the key
--- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, or an IN-PROGRESS run
---   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run)
+-- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, an IN-PROGRESS run
+--   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), or a retry default is out of
+--   range
 -- A signature that changed leaves no stale overload behind: drop every function of this name first.
 DO $drop$
 DECLARE
@@ -29,6 +32,9 @@ CREATE FUNCTION etl_craft.create_run(
   p_status text DEFAULT 'IN-PROGRESS',
   p_reason text DEFAULT NULL,
   p_config_sha256 text DEFAULT NULL,
+  p_retries integer DEFAULT NULL,
+  p_retry_delay_seconds integer DEFAULT NULL,
+  p_retry_backoff double precision DEFAULT NULL,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean)
@@ -40,6 +46,9 @@ DECLARE
   v_rows bigint;
   v_run_id bigint;
 BEGIN
+  IF p_retries < 0 OR p_retry_delay_seconds < 0 OR p_retry_backoff < 1 THEN
+    PERFORM etl_craft._fail('EC023', 'the retry defaults are retries >= 0, retry_delay_seconds >= 0 and retry_backoff >= 1, not ' || COALESCE(CAST(p_retries AS text), 'NULL') || ', ' || COALESCE(CAST(p_retry_delay_seconds AS text), 'NULL') || ' and ' || COALESCE(CAST(p_retry_backoff AS text), 'NULL') || '; fix Orchestration: Retries, Retry_delay_seconds or Retry_backoff in craft-connector.yml');
+  END IF;
   PERFORM etl_craft._fail('EC021', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist or is switched off (ACTIVE_FLAG = N); list pipelines with etl-craft list')
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES WHERE PIPELINE_ID = p_pipeline_id AND ACTIVE_FLAG = 'Y');
   PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
@@ -52,10 +61,11 @@ BEGIN
      AND r.RUN_KEY <> p_run_key;
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
-     STARTED_BY_KIND, REASON)
+     STARTED_BY_KIND, REASON, DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF)
   VALUES (p_pipeline_id, p_run_key, p_trigger_kind, p_run_date,
           p_status, v_now, CASE WHEN p_status = 'IN-PROGRESS' THEN v_now END,
-          p_config_sha256, etl_craft._actor(), etl_craft._actor_kind(), p_reason)
+          p_config_sha256, etl_craft._actor(), etl_craft._actor_kind(), p_reason,
+          p_retries, p_retry_delay_seconds, p_retry_backoff)
   ON CONFLICT DO NOTHING
   RETURNING PIPELINE_RUN_ID INTO v_run_id;
   -- nothing inserted and no run with this key: another run of the pipeline became IN-PROGRESS meanwhile

@@ -4,6 +4,65 @@
 -- same transaction; a refused call changes nothing.
 
 
+-- @function retry_policy
+-- @args run_id bigint
+-- @returns task_id bigint, task_code text, retries int, retry_delay_seconds int, retry_backoff float, max_delay_seconds int
+-- @purpose The retry policy each task of the run's pipeline runs under, as the retry rule of finish_attempt,
+--   time_out_attempt, lose_attempt and reconcile_expired applies it: RETRIES, RETRY_DELAY_SECONDS and RETRY_BACKOFF
+--   from the task's parameters, else the defaults the run was created with, else the built-in defaults; retry n is
+--   due RETRY_DELAY_SECONDS x RETRY_BACKOFF^(n-1) seconds after the failure, at most max_delay_seconds. Reads only.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'retry_policy' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.retry_policy(
+  p_run_id bigint,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (task_id bigint, task_code text, retries integer, retry_delay_seconds integer, retry_backoff double precision, max_delay_seconds integer)
+LANGUAGE plpgsql
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft.clock_now();
+  v_rows bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  RETURN QUERY
+  SELECT q.task_id::bigint, q.task_code::text, q.retries::integer, q.retry_delay_seconds::integer, q.retry_backoff::double precision, q.max_delay_seconds::integer
+    FROM (
+      SELECT c.TASK_ID, c.TASK_CODE, c.RETRIES, c.DELAY, c.BACKOFF, 3600
+        FROM (SELECT t.TASK_ID, t.TASK_CODE, COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = t.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = t.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                     GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = t.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_TASKS t ON t.PIPELINE_ID = r.PIPELINE_ID
+               WHERE r.PIPELINE_RUN_ID = p_run_id) c
+       ORDER BY c.TASK_CODE
+    ) AS q(task_id, task_code, retries, retry_delay_seconds, retry_backoff, max_delay_seconds);
+END
+$fn$;
+-- @end retry_policy
+
 -- @function claim_attempt
 -- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL, durable bool = true
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
@@ -288,6 +347,7 @@ DECLARE
   v_rows bigint;
   v_task_run_id bigint;
   v_attempt_number integer;
+  v_run_id bigint;
   v_task_run_status text;
   v_attempt_count integer;
 BEGIN
@@ -312,7 +372,7 @@ BEGIN
          RETRYABLE = p_retryable, ERROR_MESSAGE = p_error_message, TASK_LOG = p_task_log,
          LOG_PATH = COALESCE(p_log_path, LOG_PATH)
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id
-  RETURNING TASK_RUN_ID, ATTEMPT_NUMBER INTO v_task_run_id, v_attempt_number;
+  RETURNING TASK_RUN_ID, ATTEMPT_NUMBER, PIPELINE_RUN_ID INTO v_task_run_id, v_attempt_number, v_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
     PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
@@ -342,17 +402,80 @@ BEGIN
        SET OFFSET_TYPE = excluded.OFFSET_TYPE, OFFSET_VALUE = excluded.OFFSET_VALUE, TASK_RUN_ID = excluded.TASK_RUN_ID,
            ATTEMPT_ID = excluded.ATTEMPT_ID, STORED_AT = excluded.STORED_AT;
   END IF;
-  IF p_status = 'SUCCESS' AND EXISTS (SELECT 1 FROM etl_craft.AUD_GATE_DECISIONS d WHERE d.ATTEMPT_ID = p_attempt_id) THEN
+  IF p_status = 'FAILED' AND COALESCE(p_retryable, 'Y') <> 'N' THEN
+    UPDATE etl_craft.AUD_TASK_RUN_LOG
+       SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ATTEMPT_COUNT = ATTEMPT_COUNT + 1
+     WHERE TASK_RUN_ID IN (SELECT x.TASK_RUN_ID FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+               CASE WHEN c.DELAY = 0 THEN 0
+                    WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                    ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+          FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                       COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                          FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                         WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                         ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                       COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                          FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                         WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                         ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                       GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                          FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                         WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                         ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                  FROM etl_craft.AUD_TASK_ATTEMPTS e
+                  JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                  JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+                 WHERE e.ATTEMPT_ID = p_attempt_id AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                   AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+         WHERE c.RETRY_NUMBER < c.RETRIES) x);
+    INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+      (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY,
+       REQUESTED_BY_KIND, RETRY_NUMBER)
+    SELECT x.TASK_RUN_ID, t.ATTEMPT_COUNT, 'QUEUED', x.POOL, x.SLOT_KIND, x.PRIORITY,
+           (v_now + make_interval(secs => x.DELAY_SECONDS)), v_now, etl_craft._actor(), etl_craft._actor_kind(),
+           x.RETRY_NUMBER + 1
+      FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+                   CASE WHEN c.DELAY = 0 THEN 0
+                        WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                        ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+              FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                           COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                              FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                             WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                             ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                           COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                              FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                             WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                             ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                           GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                              FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                             WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                             ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                      FROM etl_craft.AUD_TASK_ATTEMPTS e
+                      JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                      JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+                     WHERE e.ATTEMPT_ID = p_attempt_id AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                       AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+             WHERE c.RETRY_NUMBER < c.RETRIES) x
+      JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+  END IF;
+  IF p_status = 'SUCCESS' AND EXISTS (SELECT 1 FROM etl_craft.AUD_GATE_DECISIONS d WHERE d.PIPELINE_RUN_ID = v_run_id AND d.TASK_RUN_ID = v_task_run_id AND d.ATTEMPT_ID IS NOT NULL) THEN
     INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
       (PIPELINE_RUN_ID, TASK_RUN_ID, TASK_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID, CONSUMED_TASK_RUN_ID, CONSUMED_REVISION,
        DECISION_ID, CONSUMED_AT)
     SELECT t.PIPELINE_RUN_ID, t.TASK_RUN_ID, d.TASK_DEPENDENCY_ID, d.SELECTED_PIPELINE_RUN_ID, d.SELECTED_TASK_RUN_ID,
            d.SELECTED_REVISION, d.DECISION_ID, v_now
       FROM etl_craft.AUD_GATE_DECISIONS d JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = v_task_run_id
-     WHERE d.ATTEMPT_ID = p_attempt_id AND d.RESULT = 'SATISFIED' AND d.TASK_DEPENDENCY_ID IS NOT NULL
+     WHERE d.ATTEMPT_ID = (SELECT MAX(j.ATTEMPT_ID) FROM etl_craft.AUD_GATE_DECISIONS j
+                            WHERE j.PIPELINE_RUN_ID = v_run_id AND j.TASK_RUN_ID = v_task_run_id
+                              AND j.ATTEMPT_ID <= p_attempt_id)
+       AND d.RESULT = 'SATISFIED' AND d.TASK_DEPENDENCY_ID IS NOT NULL
        AND p_status = 'SUCCESS'
      ORDER BY d.DECISION_ID
     ON CONFLICT DO NOTHING;
+  END IF;
+  IF p_status = 'FAILED' THEN  -- a retry may have been queued: the task run as it is now
+    SELECT t.STATUS, t.ATTEMPT_COUNT INTO v_task_run_status, v_attempt_count FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = v_task_run_id;
   END IF;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.status::text, q.task_run_status::text, q.attempt_count::integer
@@ -417,6 +540,61 @@ BEGIN
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id),
          TASK_LOG = COALESCE(p_task_log, TASK_LOG)
    WHERE TASK_RUN_ID = v_task_run_id;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ATTEMPT_COUNT = ATTEMPT_COUNT + 1
+   WHERE TASK_RUN_ID IN (SELECT x.TASK_RUN_ID FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+             CASE WHEN c.DELAY = 0 THEN 0
+                  WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                  ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+        FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                     GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                FROM etl_craft.AUD_TASK_ATTEMPTS e
+                JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+               WHERE e.ATTEMPT_ID = p_attempt_id AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                 AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+       WHERE c.RETRY_NUMBER < c.RETRIES) x);
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY,
+     REQUESTED_BY_KIND, RETRY_NUMBER)
+  SELECT x.TASK_RUN_ID, t.ATTEMPT_COUNT, 'QUEUED', x.POOL, x.SLOT_KIND, x.PRIORITY,
+         (v_now + make_interval(secs => x.DELAY_SECONDS)), v_now, etl_craft._actor(), etl_craft._actor_kind(),
+         x.RETRY_NUMBER + 1
+    FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+                 CASE WHEN c.DELAY = 0 THEN 0
+                      WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                      ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+            FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                         COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                         COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                         GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                    FROM etl_craft.AUD_TASK_ATTEMPTS e
+                    JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                    JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+                   WHERE e.ATTEMPT_ID = p_attempt_id AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                     AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+           WHERE c.RETRY_NUMBER < c.RETRIES) x
+    JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text
     FROM (
@@ -510,6 +688,90 @@ END
 $fn$;
 -- @end cancel_attempt
 
+-- @function interrupt_attempt
+-- @args attempt_id bigint, owner_id text, reason text
+-- @returns attempt_id bigint, status text, task_run_status text, next_attempt_id bigint
+-- @purpose The owner of a CLAIMED or RUNNING attempt records that it stopped it because it was itself told to
+--   stop (SIGTERM, SIGHUP or SIGINT to the supervisor, a drained worker): the stop is not the task's failure. The
+--   attempt ends CANCELLED with ERROR_MESSAGE "interrupted: <reason>" and its lease cleared; no retry is used.
+--   While its run is IN-PROGRESS with no cancel requested (and no cancel was requested of the attempt), the next
+--   attempt is queued at once in the same transaction with the same RETRY_NUMBER, pool, slot kind and priority, so
+--   the task run stays IN-PROGRESS and the run's next supervisor runs the task again. Otherwise the task run reads
+--   CANCELLED. Returns the new attempt's id in next_attempt_id (NULL when nothing was queued).
+-- @transition ATTEMPT CLAIMED or RUNNING -> CANCELLED; ATTEMPT (none) -> QUEUED; TASK_RUN stays IN-PROGRESS, or
+--   IN-PROGRESS -> CANCELLED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'interrupt_attempt' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.interrupt_attempt(
+  p_attempt_id bigint,
+  p_owner_id text,
+  p_reason text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, status text, task_run_status text, next_attempt_id bigint)
+LANGUAGE plpgsql
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_run_id bigint;
+  v_requeue integer;
+  v_next_attempt_id bigint;
+BEGIN
+  UPDATE etl_craft.AUD_TASK_ATTEMPTS
+     SET STATUS = 'CANCELLED', ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL,
+         ERROR_MESSAGE = 'interrupted: ' || COALESCE(p_reason, 'its supervisor was told to stop')
+   WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id
+  RETURNING TASK_RUN_ID INTO v_task_run_id;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  IF v_rows = 0 THEN
+    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+      WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
+    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: this process no longer owns the attempt, so its outcome is not its to record')
+      FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  END IF;
+  SELECT CASE WHEN r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND a.CANCEL_REQUESTED_AT IS NULL
+              THEN 1 ELSE 0 END INTO v_requeue
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID
+   WHERE a.ATTEMPT_ID = p_attempt_id;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = CASE WHEN v_requeue = 1 THEN 'IN-PROGRESS' ELSE 'CANCELLED' END,
+         END_DATE = CASE WHEN v_requeue = 1 THEN NULL ELSE v_now END,
+         ATTEMPT_COUNT = ATTEMPT_COUNT + v_requeue,
+         MESSAGE = 'interrupted: ' || COALESCE(p_reason, 'its supervisor was told to stop')
+                   || CASE WHEN v_requeue = 1 THEN '; queued to run again' ELSE '' END
+   WHERE TASK_RUN_ID = v_task_run_id;
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND,
+     RETRY_NUMBER)
+  SELECT e.TASK_RUN_ID, t.ATTEMPT_COUNT, 'QUEUED', e.POOL, e.SLOT_KIND, e.PRIORITY, v_now, etl_craft._actor(),
+         etl_craft._actor_kind(), e.RETRY_NUMBER
+    FROM etl_craft.AUD_TASK_ATTEMPTS e JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = e.TASK_RUN_ID
+   WHERE e.ATTEMPT_ID = p_attempt_id AND v_requeue = 1
+  RETURNING ATTEMPT_ID INTO v_next_attempt_id;
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text, q.next_attempt_id::bigint
+    FROM (
+      SELECT a.ATTEMPT_ID, a.STATUS, t.STATUS, v_next_attempt_id
+        FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+       WHERE a.ATTEMPT_ID = p_attempt_id
+    ) AS q(attempt_id, status, task_run_status, next_attempt_id);
+END
+$fn$;
+-- @end interrupt_attempt
+
 -- @function lose_attempt
 -- @args attempt_id bigint, owner_id text, message text = NULL
 -- @returns attempt_id bigint, status text, task_run_status text
@@ -562,6 +824,61 @@ BEGIN
      SET STATUS = 'FAILED', END_DATE = v_now,
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id)
    WHERE TASK_RUN_ID = v_task_run_id;
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ATTEMPT_COUNT = ATTEMPT_COUNT + 1
+   WHERE TASK_RUN_ID IN (SELECT x.TASK_RUN_ID FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+             CASE WHEN c.DELAY = 0 THEN 0
+                  WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                  ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+        FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                     GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                FROM etl_craft.AUD_TASK_ATTEMPTS e
+                JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+               WHERE e.ATTEMPT_ID = p_attempt_id AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                 AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+       WHERE c.RETRY_NUMBER < c.RETRIES) x);
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY,
+     REQUESTED_BY_KIND, RETRY_NUMBER)
+  SELECT x.TASK_RUN_ID, t.ATTEMPT_COUNT, 'QUEUED', x.POOL, x.SLOT_KIND, x.PRIORITY,
+         (v_now + make_interval(secs => x.DELAY_SECONDS)), v_now, etl_craft._actor(), etl_craft._actor_kind(),
+         x.RETRY_NUMBER + 1
+    FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+                 CASE WHEN c.DELAY = 0 THEN 0
+                      WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                      ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+            FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                         COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                         COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                         GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                    FROM etl_craft.AUD_TASK_ATTEMPTS e
+                    JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                    JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+                   WHERE e.ATTEMPT_ID = p_attempt_id AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                     AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+           WHERE c.RETRY_NUMBER < c.RETRIES) x
+    JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text
     FROM (

@@ -196,6 +196,61 @@ BEGIN
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a
                            WHERE a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.ATTEMPT_ID = ANY (v_lost))
    WHERE tr.TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = ANY (v_lost));
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ATTEMPT_COUNT = ATTEMPT_COUNT + 1
+   WHERE TASK_RUN_ID IN (SELECT x.TASK_RUN_ID FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+             CASE WHEN c.DELAY = 0 THEN 0
+                  WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                  ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+        FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                     COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                     GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                        FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                       WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                       ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                FROM etl_craft.AUD_TASK_ATTEMPTS e
+                JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+               WHERE e.ATTEMPT_ID = ANY (v_lost) AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                 AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+       WHERE c.RETRY_NUMBER < c.RETRIES) x);
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY,
+     REQUESTED_BY_KIND, RETRY_NUMBER)
+  SELECT x.TASK_RUN_ID, t.ATTEMPT_COUNT, 'QUEUED', x.POOL, x.SLOT_KIND, x.PRIORITY,
+         (v_now + make_interval(secs => x.DELAY_SECONDS)), v_now, etl_craft._actor(), etl_craft._actor_kind(),
+         x.RETRY_NUMBER + 1
+    FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
+                 CASE WHEN c.DELAY = 0 THEN 0
+                      WHEN ln(c.DELAY) + c.RETRY_NUMBER * ln(c.BACKOFF) >= ln(3600) THEN 3600
+                      ELSE c.DELAY * power(c.BACKOFF, c.RETRY_NUMBER) END AS DELAY_SECONDS
+            FROM (SELECT e.ATTEMPT_ID, e.TASK_RUN_ID, e.RETRY_NUMBER, e.POOL, e.SLOT_KIND, e.PRIORITY,
+                         COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRIES' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRIES, 0) AS RETRIES,
+                         COALESCE((SELECT CASE WHEN w.v ~ '^[+]?[0-9]{1,9}$' THEN CAST(ltrim(w.v, '+') AS INTEGER) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_DELAY_SECONDS' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) w), r.DEFAULT_RETRY_DELAY_SECONDS, 60) AS DELAY,
+                         GREATEST(COALESCE((SELECT CASE WHEN n.v ~ '^[0-9]{1,9}([.][0-9]*)?$' THEN CAST(n.v AS double precision) END
+                            FROM (SELECT (SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                           WHERE tp.TASK_ID = tr.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'RETRY_BACKOFF' AND tp.ACTIVE_FLAG = 'Y'
+                           ORDER BY tp.PARAMETER_ID DESC LIMIT 1) AS v) n), r.DEFAULT_RETRY_BACKOFF, 2.0), 1.0) AS BACKOFF
+                    FROM etl_craft.AUD_TASK_ATTEMPTS e
+                    JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = e.TASK_RUN_ID
+                    JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
+                   WHERE e.ATTEMPT_ID = ANY (v_lost) AND e.STATUS IN ('FAILED', 'TIMED_OUT', 'LOST') AND COALESCE(e.RETRYABLE, 'Y') <> 'N'
+                     AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
+           WHERE c.RETRY_NUMBER < c.RETRIES) x
+    JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
      SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
    WHERE r.STATUS = 'IN-PROGRESS' AND r.LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))
@@ -212,3 +267,76 @@ BEGIN
 END
 $fn$;
 -- @end reconcile_expired
+
+-- @function requeue_lost
+-- @args run_id bigint
+-- @returns attempt_id bigint, task_id bigint, lost_attempt_id bigint
+-- @purpose Queue again every task of an IN-PROGRESS run (no cancel requested) whose task run reads FAILED because
+--   its latest attempt was LOST and the retry rule did not retry it: nobody knows whether that attempt finished, so
+--   the run's next supervisor runs the task again, without using a retry (the new attempt keeps the lost one's
+--   RETRY_NUMBER, pool, slot kind and priority and is due at once). The task run reads IN-PROGRESS again with
+--   MESSAGE "attempt N was lost; queued again". Returns one row per attempt queued; none when nothing was lost.
+-- @transition TASK_RUN FAILED -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), as queue_attempt takes it; SQLite: the database (BEGIN
+--   IMMEDIATE)
+-- @errors EC021 no such run
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'requeue_lost' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.requeue_lost(
+  p_run_id bigint,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (attempt_id bigint, task_id bigint, lost_attempt_id bigint)
+LANGUAGE plpgsql
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_task_runs bigint[];
+BEGIN
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  -- Callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE admits one writer).
+  PERFORM 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
+  SELECT array_agg(t.TASK_RUN_ID) INTO v_task_runs
+    FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = t.PIPELINE_RUN_ID
+   WHERE t.PIPELINE_RUN_ID = p_run_id AND t.STATUS = 'FAILED'
+     AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+     AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS a
+                  WHERE a.TASK_RUN_ID = t.TASK_RUN_ID AND a.ATTEMPT_NUMBER = t.ATTEMPT_COUNT AND a.STATUS = 'LOST');
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ATTEMPT_COUNT = ATTEMPT_COUNT + 1,
+         MESSAGE = 'attempt ' || (SELECT a.ATTEMPT_ID FROM etl_craft.AUD_TASK_ATTEMPTS a
+                                   WHERE a.TASK_RUN_ID = etl_craft.AUD_TASK_RUN_LOG.TASK_RUN_ID
+                                     AND a.ATTEMPT_NUMBER = etl_craft.AUD_TASK_RUN_LOG.ATTEMPT_COUNT) || ' was lost; queued again'
+   WHERE TASK_RUN_ID = ANY (v_task_runs) AND STATUS = 'FAILED';
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND,
+     RETRY_NUMBER)
+  SELECT t.TASK_RUN_ID, t.ATTEMPT_COUNT, 'QUEUED', e.POOL, e.SLOT_KIND, e.PRIORITY, v_now, etl_craft._actor(),
+         etl_craft._actor_kind(), e.RETRY_NUMBER
+    FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_TASK_ATTEMPTS e ON e.TASK_RUN_ID = t.TASK_RUN_ID AND e.ATTEMPT_NUMBER = t.ATTEMPT_COUNT - 1
+   WHERE t.TASK_RUN_ID = ANY (v_task_runs) AND e.STATUS = 'LOST';
+  RETURN QUERY
+  SELECT q.attempt_id::bigint, q.task_id::bigint, q.lost_attempt_id::bigint
+    FROM (
+      SELECT a.ATTEMPT_ID, t.TASK_ID, e.ATTEMPT_ID
+        FROM etl_craft.AUD_TASK_RUN_LOG t
+        JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.TASK_RUN_ID = t.TASK_RUN_ID AND a.ATTEMPT_NUMBER = t.ATTEMPT_COUNT AND a.STATUS = 'QUEUED'
+        JOIN etl_craft.AUD_TASK_ATTEMPTS e ON e.TASK_RUN_ID = t.TASK_RUN_ID AND e.ATTEMPT_NUMBER = t.ATTEMPT_COUNT - 1
+       WHERE t.TASK_RUN_ID = ANY (v_task_runs)
+       ORDER BY a.ATTEMPT_ID
+    ) AS q(attempt_id, task_id, lost_attempt_id);
+END
+$fn$;
+-- @end requeue_lost

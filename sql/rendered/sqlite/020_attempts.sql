@@ -4,6 +4,18 @@
 -- same transaction; a refused call changes nothing.
 
 
+-- @function retry_policy
+-- @args run_id bigint
+-- @returns task_id bigint, task_code text, retries int, retry_delay_seconds int, retry_backoff float, max_delay_seconds int
+-- @purpose The retry policy each task of the run's pipeline runs under, as the retry rule of finish_attempt,
+--   time_out_attempt, lose_attempt and reconcile_expired applies it: RETRIES, RETRY_DELAY_SECONDS and RETRY_BACKOFF
+--   from the task's parameters, else the defaults the run was created with, else the built-in defaults; retry n is
+--   due RETRY_DELAY_SECONDS x RETRY_BACKOFF^(n-1) seconds after the failure, at most max_delay_seconds. Reads only.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run
+-- @end retry_policy
+
 -- @function claim_attempt
 -- @args pool text, slot_kinds text, owner_id text, lease_seconds int = 60, max_attempts int = 1, run_id bigint = NULL, durable bool = true
 -- @returns attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number int, lease_expires_at timestamptz
@@ -78,6 +90,22 @@
 -- @errors EC021 no such attempt; EC020 the attempt has ended, or (with owner_id) it is not CLAIMED or RUNNING by
 --   owner_id
 -- @end cancel_attempt
+
+-- @function interrupt_attempt
+-- @args attempt_id bigint, owner_id text, reason text
+-- @returns attempt_id bigint, status text, task_run_status text, next_attempt_id bigint
+-- @purpose The owner of a CLAIMED or RUNNING attempt records that it stopped it because it was itself told to
+--   stop (SIGTERM, SIGHUP or SIGINT to the supervisor, a drained worker): the stop is not the task's failure. The
+--   attempt ends CANCELLED with ERROR_MESSAGE "interrupted: <reason>" and its lease cleared; no retry is used.
+--   While its run is IN-PROGRESS with no cancel requested (and no cancel was requested of the attempt), the next
+--   attempt is queued at once in the same transaction with the same RETRY_NUMBER, pool, slot kind and priority, so
+--   the task run stays IN-PROGRESS and the run's next supervisor runs the task again. Otherwise the task run reads
+--   CANCELLED. Returns the new attempt's id in next_attempt_id (NULL when nothing was queued).
+-- @transition ATTEMPT CLAIMED or RUNNING -> CANCELLED; ATTEMPT (none) -> QUEUED; TASK_RUN stays IN-PROGRESS, or
+--   IN-PROGRESS -> CANCELLED
+-- @locks the attempt row, then its task run
+-- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
+-- @end interrupt_attempt
 
 -- @function lose_attempt
 -- @args attempt_id bigint, owner_id text, message text = NULL

@@ -46,3 +46,17 @@
 --   right now is left to the next pass), then their task runs, then the expired runs
 -- @errors EC023 grace_seconds is negative
 -- @end reconcile_expired
+
+-- @function requeue_lost
+-- @args run_id bigint
+-- @returns attempt_id bigint, task_id bigint, lost_attempt_id bigint
+-- @purpose Queue again every task of an IN-PROGRESS run (no cancel requested) whose task run reads FAILED because
+--   its latest attempt was LOST and the retry rule did not retry it: nobody knows whether that attempt finished, so
+--   the run's next supervisor runs the task again, without using a retry (the new attempt keeps the lost one's
+--   RETRY_NUMBER, pool, slot kind and priority and is due at once). The task run reads IN-PROGRESS again with
+--   MESSAGE "attempt N was lost; queued again". Returns one row per attempt queued; none when nothing was lost.
+-- @transition TASK_RUN FAILED -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), as queue_attempt takes it; SQLite: the database (BEGIN
+--   IMMEDIATE)
+-- @errors EC021 no such run
+-- @end requeue_lost

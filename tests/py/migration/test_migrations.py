@@ -339,7 +339,7 @@ def test_0011_upgrade__the_attempt_lease_index_is_gone__a_heartbeat_writes_no_in
     q = empty_db.qualify
     with acting_as(ACTOR):
         migrate(empty_db, up_to="0010")
-        report = migrate(empty_db)
+        report = migrate(empty_db, up_to="0011")
         with empty_db.write() as conn:
             conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE) VALUES ('p')"))
             conn.execute(sa.text(f"INSERT INTO {q('CFG_PIPELINES')} (PROJECT_ID, PIPELINE_CODE) VALUES (1, 'pl')"))

@@ -103,22 +103,32 @@ def test_an_orphaned_task_that_finishes_within_its_lease_keeps_its_outcome(
     assert task["status"] == "SUCCESS", "the task process records its own outcome: the parent is not needed"
 
 
-def test_sigterm_of_the_parent_stops_the_task_process_and_records_it_failed(
+def test_sigterm_mid_run__the_tasks_are_interrupted_not_failed__the_advised_resume_runs_them_again_and_succeeds(
         tmp_path: Path, engine_url: str | None) -> None:
-    project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 30})]}, [])
+    project = write_project(tmp_path / "p", engine_url, {"slow": [
+        Task("work", {"hold": "go"}), Task("side", {"hold": "go"}), Task("after"), Task("last")]},
+        [("after", "work", "SUCCESS"), ("last", "after", "SUCCESS"), ("last", "side", "SUCCESS")])
     assert etl_craft("migrate", cwd=project).code == 0
     parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "run.log")
-    wait_for(lambda: any((project / "marks").glob("work.*.start")) if (project / "marks").is_dir() else False,
-             what="the task to start")
-    child_pid = int(next((project / "marks").glob("work.*.start")).read_text().split()[1])
+    wait_for(lambda: len(list((project / "marks").glob("*.start"))) == 2 if (project / "marks").is_dir() else False,
+             what="both tasks to start")
+    children = [int(p.read_text().split()[1]) for p in (project / "marks").glob("*.start")]
     parent.send_signal(signal.SIGTERM)
     assert parent.wait(timeout=30) == 25
-    assert descendants_alive([child_pid]) == [], "no task process survives its parent"
+    assert descendants_alive(children) == [], "no task process survives its parent"
+    advice = (tmp_path / "run.log").read_text()
+    assert "is left IN-PROGRESS to resume" in advice, advice
     status = _status(project, "slow", 1)
-    task = status["tasks"][0]  # type: ignore[index]
-    assert task["status"] == "FAILED"
-    assert task["note"] == "stopped: the etl-craft run supervising it received SIGTERM"
     assert status["run"]["status"] == "IN-PROGRESS"  # type: ignore[index]
+    tasks = {t["task_code"]: t for t in status["tasks"]}  # type: ignore[union-attr]
+    assert (tasks["work"]["status"], tasks["side"]["status"]) == ("IN-PROGRESS", "IN-PROGRESS"), tasks
+    release(project, "go")
+    resumed = etl_craft("run", "--pipeline_code", "slow", cwd=project)
+    assert resumed.code == 0, resumed.out + resumed.err
+    assert _tasks(project, "slow", 1) == {"work": "SUCCESS", "side": "SUCCESS", "after": "SUCCESS",
+                                          "last": "SUCCESS"}
+    ran = sorted(p.name.split(".")[0] for p in (project / "marks").glob("*.start"))
+    assert ran == ["after", "last", "side", "side", "work", "work"], "the interrupted tasks ran again, once"
 
 
 def test_kill_9_of_a_task_process_records_its_attempt_failed(tmp_path: Path, engine_url: str | None) -> None:

@@ -250,20 +250,23 @@ def test_b8_a_zombie_task_process_finishing_after_its_attempt_was_lost_changes_n
 
 
 def _stopped_attempt(project: Path, signum: int) -> dict[str, object]:
-    """The attempt the stop caught (the latest), checked FAILED with the stop's reason; no attempt is left live."""
+    """The attempt the stop caught, checked interrupted (CANCELLED with the stop's reason, using no retry): the
+    only attempt left live is the one the Engine DB queued in its place, which nobody owns."""
     with engine_db(project) as db:
         every = attempts(db, "flow")
-    assert [a["attempt_id"] for a in every if a["status"] in ("QUEUED", "CLAIMED", "RUNNING")] == []
-    latest = every[-1]
-    assert (latest["status"], latest["error_message"]) == (
-        "FAILED", f"stopped: the etl-craft run supervising it received {signal.Signals(signum).name}")
-    return latest
+    live = [a for a in every if a["status"] in ("QUEUED", "CLAIMED", "RUNNING")]
+    assert [(a["status"], a["owner_id"]) for a in live] == [("QUEUED", None)]
+    stopped = every[-2]
+    assert (stopped["status"], stopped["error_message"]) == (
+        "CANCELLED", f"interrupted: the etl-craft run supervising it received {signal.Signals(signum).name}")
+    assert live[0]["attempt_number"] == stopped["attempt_number"] + 1
+    return stopped
 
 
 @pytest.mark.process
 @pytest.mark.parametrize(("command", "signum"), [
     ("--task_code", signal.SIGTERM), ("--rerun", signal.SIGHUP), ("pipeline", signal.SIGHUP)])
-def test_b3_a_stop_signal_to_a_run_command_stops_the_task_process_group_and_records_it_failed(
+def test_b3_a_stop_signal_to_a_run_command_stops_the_task_process_group_and_records_it_interrupted(
         tmp_path: Path, engine_url: str | None, command: str, signum: int, stray_pids: list[int]) -> None:
     project = _project(tmp_path, engine_url, [Task("work", {"seconds": 120, "fail_first": command == "--rerun"},
                                                    script="stop.py")])
@@ -289,7 +292,7 @@ def test_b3_a_stop_signal_to_a_run_command_stops_the_task_process_group_and_reco
 
 
 @pytest.mark.process
-def test_b3_a_stop_while_a_task_process_starts__it_is_stopped_and_its_attempt_failed_never_running(
+def test_b3_a_stop_while_a_task_process_starts__it_is_stopped_and_its_attempt_interrupted_never_running(
         tmp_path: Path, engine_url: str | None, stray_pids: list[int]) -> None:
     project = _project(tmp_path, engine_url, [Task("work", script="stop.py")])
     parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log",

@@ -185,7 +185,7 @@ def test_explain__retry_scheduled__names_the_due_attempt() -> None:
         task_status="IN-PROGRESS",
         attempts=(
             Attempt(1, "FAILED", at(2), None, at(3), at(4), "RuntimeError: warehouse unreachable\nTraceback", "Y"),
-            Attempt(2, "QUEUED", at(4), at(34), None, None, None),
+            Attempt(2, "QUEUED", at(4), at(34), None, None, None, retry_number=1),
         ),
         edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3),),
     )
@@ -356,7 +356,7 @@ def test_explain__retries_used_up__nothing_runs_it_by_itself() -> None:
         retries=1,
         attempts=(
             Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),
-            Attempt(2, "FAILED", at(4), at(5), at(5), at(6), "boom again", "Y"),
+            Attempt(2, "FAILED", at(4), at(5), at(5), at(6), "boom again", "Y", retry_number=1),
         ),
         edges=(),
     )
@@ -376,6 +376,16 @@ def test_explain__retries_used_up__nothing_runs_it_by_itself() -> None:
         "=> Nothing will run report again by itself: attempt 2 FAILED and its 1 retry are used up; "
         "etl-craft run --pipeline_code sales --run-id 7 --rerun report would run it again.",
     ]
+
+
+
+def test_explain__a_failure_the_retry_rule_did_not_retry__says_why_and_how_to_run_it_again() -> None:
+    snapshot = replace(BASE, task_status="FAILED", retries=2,
+                       attempts=(Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),), edges=())
+    assert text_of(snapshot)[-1] == (
+        "=> Nothing will run report again by itself: attempt 1 FAILED while run 7 was being cancelled or had ended, "
+        "so the Engine DB queued no retry; etl-craft run --pipeline_code sales --run-id 7 --rerun report would run it "
+        "again.")
 
 
 def test_explain__ended_run__rerun_the_failed_upstream_with_downstream() -> None:
@@ -421,8 +431,8 @@ def test_to_json__retry_scheduled__schema_and_iso_times() -> None:
         BASE,
         task_status="IN-PROGRESS",
         pause=Pause(at(10), "ops@team", None),
-        attempts=(Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"), Attempt(2, "QUEUED", at(4), at(34),
-                                                                                       None, None, None)),
+        attempts=(Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),
+                  Attempt(2, "QUEUED", at(4), at(34), None, None, None, retry_number=1)),
     )
     doc = to_json(explain(snapshot))
     assert doc["schema"] == "etl-craft/explanation/1"

@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(199);
+SELECT plan(203);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -39,10 +39,14 @@ INSERT INTO expected_checks VALUES
   ('aud_pipelines_run_log', 'output_revision_is_positive'), ('aud_pipelines_run_log', 'repair_pending_is_y_or_n'),
   ('aud_pipelines_run_log', 'sla_status_is_valid'), ('aud_pipelines_run_log', 'started_by_kind_is_valid'),
   ('aud_pipelines_run_log', 'ended_by_kind_is_valid'), ('aud_pipelines_run_log', 'owner_has_a_lease'),
+  ('aud_pipelines_run_log', 'default_retries_is_not_negative'),
+  ('aud_pipelines_run_log', 'default_retry_delay_is_not_negative'),
+  ('aud_pipelines_run_log', 'default_retry_backoff_is_at_least_1'),
   ('aud_task_run_log', 'status_is_valid'), ('aud_task_run_log', 'attempt_count_is_not_negative'),
   ('aud_task_attempts', 'attempt_number_is_positive'), ('aud_task_attempts', 'status_is_valid'),
   ('aud_task_attempts', 'slot_kind_is_valid'), ('aud_task_attempts', 'retryable_is_y_or_n'),
   ('aud_task_attempts', 'requested_by_kind_is_valid'), ('aud_task_attempts', 'claimed_attempts_have_an_owner'),
+  ('aud_task_attempts', 'retry_number_is_not_negative'),
   ('aud_gate_decisions', 'result_is_valid'), ('aud_gate_decisions', 'decided_by_kind_is_valid'),
   ('aud_gate_decisions', 'one_dependency_is_set'), ('aud_gate_decisions', 'satisfied_names_its_upstream'),
   ('aud_dependency_consumption', 'consumed_revision_is_positive'), ('aud_dependency_consumption', 'one_dependency_is_set'),
@@ -65,7 +69,7 @@ SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 76 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 80 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -162,6 +166,12 @@ INSERT INTO violations VALUES
    $$UPDATE etl_craft.aud_pipelines_run_log SET owner_id = 'w1' WHERE run_key = 'manual:up1'$$),
   ('aud_pipelines_run_log', 'owner_has_a_lease', 'LEASE_EXPIRES_AT set, OWNER_ID NULL',
    $$UPDATE etl_craft.aud_pipelines_run_log SET lease_expires_at = now() WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'default_retries_is_not_negative', 'DEFAULT_RETRIES = -1',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET default_retries = -1 WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'default_retry_delay_is_not_negative', 'DEFAULT_RETRY_DELAY_SECONDS = -1',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET default_retry_delay_seconds = -1 WHERE run_key = 'manual:up1'$$),
+  ('aud_pipelines_run_log', 'default_retry_backoff_is_at_least_1', 'DEFAULT_RETRY_BACKOFF = 0.5',
+   $$UPDATE etl_craft.aud_pipelines_run_log SET default_retry_backoff = 0.5 WHERE run_key = 'manual:up1'$$),
   ('aud_task_run_log', 'status_is_valid', 'STATUS = QUEUED (transition guard off)',
    $$SET LOCAL session_replication_role = replica; UPDATE etl_craft.aud_task_run_log SET status = 'QUEUED'$$),
   ('aud_task_run_log', 'attempt_count_is_not_negative', 'ATTEMPT_COUNT = -1',
@@ -178,6 +188,8 @@ INSERT INTO violations VALUES
    $$UPDATE etl_craft.aud_task_attempts SET requested_by_kind = 'ROBOT'$$),
   ('aud_task_attempts', 'claimed_attempts_have_an_owner', 'CLAIMED_AT set, OWNER_ID NULL',
    $$UPDATE etl_craft.aud_task_attempts SET claimed_at = now()$$),
+  ('aud_task_attempts', 'retry_number_is_not_negative', 'RETRY_NUMBER = -1',
+   $$UPDATE etl_craft.aud_task_attempts SET retry_number = -1$$),
   ('aud_gate_decisions', 'result_is_valid', 'RESULT = MAYBE',
    $$INSERT INTO etl_craft.aud_gate_decisions
        (pipeline_run_id, pipeline_dependency_id, result, reason, decided_at, decided_by, decided_by_kind)

@@ -1,7 +1,7 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
--- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue) create: exactly its 25
--- tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
--- foreign key (and no others).
+-- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
+-- 0012_retries_in_the_engine) create: exactly its 25 tables, each with its full column list, column types and
+-- NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
 SELECT plan(154);
 
@@ -134,6 +134,9 @@ INSERT INTO expected_columns VALUES
   ('aud_pipelines_run_log', 21, 'reason', 'text', false),
   ('aud_pipelines_run_log', 22, 'message', 'text', false),
   ('aud_pipelines_run_log', 23, 'cancel_requested_at', 'timestamp with time zone', false),
+  ('aud_pipelines_run_log', 24, 'default_retries', 'integer', false),
+  ('aud_pipelines_run_log', 25, 'default_retry_delay_seconds', 'integer', false),
+  ('aud_pipelines_run_log', 26, 'default_retry_backoff', 'double precision', false),
   ('aud_task_run_log', 1, 'task_run_id', 'bigint', true),
   ('aud_task_run_log', 2, 'pipeline_run_id', 'bigint', true),
   ('aud_task_run_log', 3, 'task_id', 'bigint', true),
@@ -186,6 +189,7 @@ INSERT INTO expected_columns VALUES
   ('aud_task_attempts', 33, 'cancel_requested_at', 'timestamp with time zone', false),
   ('aud_task_attempts', 34, 'cancel_acknowledged_at', 'timestamp with time zone', false),
   ('aud_task_attempts', 35, 'pipeline_run_id', 'bigint', false),
+  ('aud_task_attempts', 36, 'retry_number', 'integer', true),
   ('aud_gate_decisions', 1, 'decision_id', 'bigint', true),
   ('aud_gate_decisions', 2, 'pipeline_run_id', 'bigint', true),
   ('aud_gate_decisions', 3, 'task_run_id', 'bigint', false),
