@@ -3,15 +3,18 @@
 \set actor 'dba:alice'
 \set owner 'dba:alice:psql'
 
--- 1. Create the run (its key identifies it) and take it over with a ten-minute lease.
+-- 1. Create the run QUEUED (its key identifies it), then admit it through its pipeline gate and take it over
+--    with a ten-minute lease. admit_run judges every dependency on another pipeline and records each decision in
+--    AUD_GATE_DECISIONS; customer_orders has none, so it is admitted at once (satisfied 0, unsatisfied 0).
 SELECT pipeline_run_id AS run_id, status, created
   FROM etl_craft.create_run(
          p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines
                             WHERE pipeline_code = 'customer_orders' AND active_flag = 'Y'),
-         p_run_key => 'manual:sql-api-guide', p_run_date => DATE '2026-01-02',
+         p_run_key => 'manual:sql-api-guide', p_run_date => DATE '2026-01-02', p_status => 'QUEUED',
          p_reason => 'a run by hand', p_actor => :'actor') \gset
-SELECT * FROM etl_craft.start_run(p_run_id => :run_id, p_owner_id => :'owner', p_lease_seconds => 600,
+SELECT * FROM etl_craft.admit_run(p_run_id => :run_id, p_owner_id => :'owner', p_lease_seconds => 600,
                                   p_actor => :'actor');
+SELECT result, reason FROM etl_craft.aud_gate_decisions WHERE pipeline_run_id = :run_id;
 
 -- 2. What can run now? The two loads; customer_totals waits for both.
 SELECT * FROM etl_craft.ready_tasks(p_run_id => :run_id);

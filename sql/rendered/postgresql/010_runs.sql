@@ -1,18 +1,22 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
 --   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
 --   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
 --   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for
 --   its tasks that set no RETRIES, RETRY_DELAY_SECONDS or RETRY_BACKOFF parameter; NULL: the built-in defaults.
+--   A run created IN-PROGRESS starts without admit_run, so it never skips its pipeline gate silently: when the pipeline
+--   has active pipeline dependencies, the call is refused unless bypass_reason is given, and then every dependency is
+--   recorded BYPASSED in AUD_GATE_DECISIONS with the actor and the reason (as admit_run's bypass records it). Create
+--   such a run QUEUED and admit it with admit_run to have its gate judged.
 -- @transition RUN (none) -> IN-PROGRESS or QUEUED
 -- @locks the ux_run_key entry of the key
 -- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, an IN-PROGRESS run
---   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), or a retry default is out of
---   range
+--   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), a retry default is out of
+--   range, or an IN-PROGRESS run of a pipeline with a pipeline gate is asked for without bypass_reason
 -- A signature that changed leaves no stale overload behind: drop every function of this name first.
 DO $drop$
 DECLARE
@@ -35,6 +39,7 @@ CREATE FUNCTION etl_craft.create_run(
   p_retries integer DEFAULT NULL,
   p_retry_delay_seconds integer DEFAULT NULL,
   p_retry_backoff double precision DEFAULT NULL,
+  p_bypass_reason text DEFAULT NULL,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean)
@@ -59,6 +64,15 @@ BEGIN
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_ID = p_pipeline_id AND r.STATUS = 'IN-PROGRESS' AND p_status = 'IN-PROGRESS'
      AND r.RUN_KEY <> p_run_key;
+  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' has a pipeline gate (' || g.deps || '), which a run created IN-PROGRESS would skip; create the run QUEUED and admit it with admit_run, which judges the gate and records its decisions, or pass bypass_reason to start it with every dependency recorded BYPASSED')
+    FROM etl_craft.CFG_PIPELINES p
+    JOIN (SELECT string_agg(o.dep, ', ') AS deps
+            FROM (SELECT d.DEPENDENCY_TYPE || ' on ' || u.PIPELINE_CODE AS dep
+                    FROM etl_craft.CFG_PIPELINE_DEPENDENCY d JOIN etl_craft.CFG_PIPELINES u ON u.PIPELINE_ID = d.DEPENDS_ON_PIPELINE_ID
+                   WHERE d.PIPELINE_ID = p_pipeline_id AND d.ACTIVE_FLAG = 'Y'
+                   ORDER BY d.PIPELINE_DEPENDENCY_ID) o) g ON g.deps IS NOT NULL
+   WHERE p.PIPELINE_ID = p_pipeline_id AND p_status = 'IN-PROGRESS' AND p_bypass_reason IS NULL
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = p_pipeline_id AND r.RUN_KEY = p_run_key);
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
      STARTED_BY_KIND, REASON, DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF)
@@ -72,6 +86,16 @@ BEGIN
   PERFORM etl_craft._fail('EC023', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' started another run while this one was being created; a pipeline runs one run at a time: resume that run, or wait for it to end')
    WHERE v_run_id IS NULL
      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_ID = p_pipeline_id AND RUN_KEY = p_run_key);
+  -- A run that starts without admit_run records each dependency of its pipeline gate BYPASSED, with who and why.
+  INSERT INTO etl_craft.AUD_GATE_DECISIONS
+    (PIPELINE_RUN_ID, PIPELINE_DEPENDENCY_ID, RESULT, REASON, DECIDED_AT, DECIDED_BY, DECIDED_BY_KIND)
+  SELECT v_run_id, d.PIPELINE_DEPENDENCY_ID, 'BYPASSED',
+         'bypassed (' || d.DEPENDENCY_TYPE || ' dependency on ' || u.PIPELINE_CODE || '): ' || p_bypass_reason,
+         v_now, etl_craft._actor(), etl_craft._actor_kind()
+    FROM etl_craft.CFG_PIPELINE_DEPENDENCY d JOIN etl_craft.CFG_PIPELINES u ON u.PIPELINE_ID = d.DEPENDS_ON_PIPELINE_ID
+   WHERE d.PIPELINE_ID = p_pipeline_id AND d.ACTIVE_FLAG = 'Y' AND v_run_id IS NOT NULL
+     AND p_status = 'IN-PROGRESS' AND p_bypass_reason IS NOT NULL
+   ORDER BY d.PIPELINE_DEPENDENCY_ID;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.created::boolean
     FROM (

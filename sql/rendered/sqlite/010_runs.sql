@@ -1,18 +1,22 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
 --   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
 --   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
 --   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for
 --   its tasks that set no RETRIES, RETRY_DELAY_SECONDS or RETRY_BACKOFF parameter; NULL: the built-in defaults.
+--   A run created IN-PROGRESS starts without admit_run, so it never skips its pipeline gate silently: when the pipeline
+--   has active pipeline dependencies, the call is refused unless bypass_reason is given, and then every dependency is
+--   recorded BYPASSED in AUD_GATE_DECISIONS with the actor and the reason (as admit_run's bypass records it). Create
+--   such a run QUEUED and admit it with admit_run to have its gate judged.
 -- @transition RUN (none) -> IN-PROGRESS or QUEUED
 -- @locks the ux_run_key entry of the key
 -- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, an IN-PROGRESS run
---   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), or a retry default is out of
---   range
+--   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), a retry default is out of
+--   range, or an IN-PROGRESS run of a pipeline with a pipeline gate is asked for without bypass_reason
 -- @end create_run
 
 -- @function start_run

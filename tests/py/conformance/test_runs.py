@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from etlcraft.core.errors import NotFoundError, RefusedByPolicyError, StaleTransitionError
@@ -25,6 +27,40 @@ def test_create_run_creates_once_per_key(project: Project) -> None:
     assert (again[0].pipeline_run_id, again[0].created) == (first[0].pipeline_run_id, False)
     assert project.rows("SELECT STARTED_BY, STARTED_BY_KIND, TRIGGER_KIND FROM {AUD_PIPELINES_RUN_LOG}") == [
         ("tester@pytest", "HUMAN", "MANUAL")]
+
+
+
+def test_create_run_in_progress_never_skips_a_pipeline_gate_silently(project: Project) -> None:
+    """A run created IN-PROGRESS starts without admit_run: on a pipeline with a gate it is refused unless the caller
+    gives a reason, and then each dependency is recorded BYPASSED with who and why. QUEUED is always allowed (the
+    gate is judged when admit_run admits it); a key that exists returns its run."""
+    project.pipeline("sales")
+    project.pipeline("billing")
+    project.pipeline_depends("orders", "sales")
+    project.pipeline_depends("orders", "billing", type_="ALWAYS")
+    pipeline = project.pipelines["orders"]
+    before = project.rows("SELECT COUNT(*) FROM {AUD_PIPELINES_RUN_LOG}")
+    refusal = ("pipeline orders has a pipeline gate (SUCCESS on sales, ALWAYS on billing), which a run created "
+               "IN-PROGRESS would skip; create the run QUEUED and admit it with admit_run")
+    with pytest.raises(RefusedByPolicyError, match="^" + re.escape(refusal)):
+        call(project.db, "create_run", pipeline_id=pipeline, run_key="manual:a", run_date=RUN_DATE)
+    assert project.rows("SELECT COUNT(*) FROM {AUD_PIPELINES_RUN_LOG}") == before
+    queued = call(project.db, "create_run", pipeline_id=pipeline, run_key="manual:q", run_date=RUN_DATE,
+                  status="QUEUED")[0]
+    assert queued.status == "QUEUED"
+    started = call(project.db, "create_run", pipeline_id=pipeline, run_key="manual:b", run_date=RUN_DATE,
+                   status="IN-PROGRESS", bypass_reason="the upstream is loaded by hand today")[0]
+    assert (started.status, started.created) == ("IN-PROGRESS", True)
+    assert project.rows(
+        "SELECT PIPELINE_DEPENDENCY_ID IS NOT NULL, RESULT, SELECTED_PIPELINE_RUN_ID, REASON, DECIDED_BY,"
+        " DECIDED_BY_KIND FROM {AUD_GATE_DECISIONS} ORDER BY DECISION_ID") == [
+        (True, "BYPASSED", None, "bypassed (SUCCESS dependency on sales): the upstream is loaded by hand today",
+         "tester@pytest", "HUMAN"),
+        (True, "BYPASSED", None, "bypassed (ALWAYS dependency on billing): the upstream is loaded by hand today",
+         "tester@pytest", "HUMAN")]
+    again = call(project.db, "create_run", pipeline_id=pipeline, run_key="manual:b", run_date=RUN_DATE)[0]
+    assert (again.pipeline_run_id, again.created) == (started.pipeline_run_id, False)
+    assert project.rows("SELECT COUNT(*) FROM {AUD_GATE_DECISIONS}") == [(2,)], "nothing is recorded twice"
 
 
 def test_create_run_of_an_unknown_pipeline_is_not_found(project: Project) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from etlcraft.engine.functions import call
-from tests.py.support.scenario import _TABLES, Project
+from tests.py.support.scenario import _TABLES, SETUP_BYPASS, Project
 
 T0 = datetime(2026, 1, 2, 6, 0, tzinfo=UTC)
 ENDED = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
@@ -91,17 +91,22 @@ def upstream_run(project: Project, pipeline: str, key: str, status: str = "SUCCE
     return run_id
 
 
+#: The decisions a test's set-up records (Project.run: a run created IN-PROGRESS bypasses its pipeline gate).
+_NOT_SETUP = f" AND REASON NOT LIKE '%{SETUP_BYPASS}'"
+
+
 def decisions(project: Project, run_id: int) -> list[tuple[Any, ...]]:
-    """(dependency id, result, selected run, selected task run, revision, attempt, task run) of a run's decisions."""
+    """(dependency id, result, selected run, selected task run, revision, attempt, task run) of a run's decisions,
+    less those of the test's set-up."""
     return project.rows(
         "SELECT COALESCE(PIPELINE_DEPENDENCY_ID, TASK_DEPENDENCY_ID), RESULT, SELECTED_PIPELINE_RUN_ID,"
         " SELECTED_TASK_RUN_ID, SELECTED_REVISION, ATTEMPT_ID, TASK_RUN_ID FROM {AUD_GATE_DECISIONS}"
-        " WHERE PIPELINE_RUN_ID = :run ORDER BY DECISION_ID", run=run_id)
+        " WHERE PIPELINE_RUN_ID = :run" + _NOT_SETUP + " ORDER BY DECISION_ID", run=run_id)
 
 
 def reasons(project: Project, run_id: int) -> list[str]:
     return [r[0] for r in project.rows("SELECT REASON FROM {AUD_GATE_DECISIONS} WHERE PIPELINE_RUN_ID = :run"
-                                       " ORDER BY DECISION_ID", run=run_id)]
+                                       + _NOT_SETUP + " ORDER BY DECISION_ID", run=run_id)]
 
 
 def consumption(project: Project, run_id: int | None = None) -> list[tuple[Any, ...]]:

@@ -1,6 +1,7 @@
--- create_run: one run per (pipeline, run key), created by the actor, refused for unknown or paused pipelines.
+-- create_run: one run per (pipeline, run key), created by the actor, refused for unknown or paused pipelines; a
+-- run created IN-PROGRESS on a pipeline with a gate (down_pl depends on up_pl) is refused, or bypasses it on record.
 BEGIN;
-SELECT plan(10);
+SELECT plan(13);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -12,10 +13,21 @@ SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
                         'a second IN-PROGRESS run of a pipeline is refused');
 UPDATE etl_craft.aud_pipelines_run_log SET status = 'FAILED', end_date = now() WHERE run_key = 'manual:down1';
 
+SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(
+                          p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+                          p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_actor => 'alice@host') $$,
+                        'EC023', 'pipeline down_pl has a pipeline gate (SUCCESS on up_pl), which a run created IN-PROGRESS would skip; create the run QUEUED and admit it with admit_run%',
+                        'an IN-PROGRESS run never skips its pipeline gate silently');
 SELECT is((SELECT row(status, created)::text FROM etl_craft.create_run(
              p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
-             p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_actor => 'alice@host')),
-          '(IN-PROGRESS,t)', 'a new key creates an IN-PROGRESS run');
+             p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_bypass_reason => 'up_pl was loaded by hand',
+             p_actor => 'alice@host')),
+          '(IN-PROGRESS,t)', 'a new key creates an IN-PROGRESS run when the gate is bypassed on record');
+SELECT results_eq(
+  $$SELECT d.result::text, d.reason, d.decided_by::text, d.decided_by_kind::text FROM etl_craft.aud_gate_decisions d
+      JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id) WHERE r.run_key = 'manual:new'$$,
+  $$VALUES ('BYPASSED', 'bypassed (SUCCESS dependency on up_pl): up_pl was loaded by hand', 'alice@host', 'HUMAN')$$,
+  'the bypass is a BYPASSED decision with the actor and the reason');
 SELECT is((SELECT row(status, created)::text FROM etl_craft.create_run(
              p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
              p_run_key => 'manual:new', p_run_date => DATE '2026-01-02', p_actor => 'bob@host')),
@@ -29,6 +41,9 @@ SELECT is((SELECT status FROM etl_craft.create_run(
              p_run_key => 'schedule:2026-01-03T06:00:00Z', p_run_date => DATE '2026-01-03', p_trigger_kind => 'SCHEDULE',
              p_status => 'QUEUED', p_actor => 'overseer', p_actor_kind => 'SCHEDULE')),
           'QUEUED', 'a scheduled run can start QUEUED');
+SELECT is((SELECT count(*)::int FROM etl_craft.aud_gate_decisions d JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id)
+            WHERE r.run_key = 'schedule:2026-01-03T06:00:00Z'), 0,
+          'a QUEUED run records no decision: admit_run judges its gate');
 SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(p_pipeline_id => 999, p_run_key => 'manual:x',
                           p_run_date => DATE '2026-01-02', p_actor => 'alice@host') $$,
                         'EC021', 'pipeline 999 does not exist or is switched off%', 'an unknown pipeline is not found');

@@ -25,7 +25,7 @@ UPDATE etl_craft.aud_pipelines_run_log SET status = 'FAILED', end_date = now() W
 UPDATE etl_craft.aud_pipelines_run_log SET status = 'FAILED', end_date = now() WHERE run_key = 'manual:down1';
 SELECT * FROM etl_craft.create_run(
   p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
-  p_run_key => 'manual:down2', p_run_date => DATE '2026-01-02', p_actor => 'x');
+  p_run_key => 'manual:down2', p_run_date => DATE '2026-01-02', p_bypass_reason => 'set-up', p_actor => 'x');
 SELECT etl_test.refused($$ SELECT * FROM etl_craft.reopen_run(
                           p_run_id => (SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:down1'),
                           p_reason => 'again', p_actor => 'dave@host') $$,
