@@ -16,8 +16,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import ConfigurationError
-from etlcraft.core.states import ActorKind
 
 ACTOR_VARIABLE = "ETL_CRAFT_ACTOR"
 MAX_ACTOR_LENGTH = 128

@@ -19,9 +19,9 @@ from pathlib import Path
 from types import FrameType
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
-from etlcraft.core.states import ActorKind
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call

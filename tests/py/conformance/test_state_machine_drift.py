@@ -7,7 +7,8 @@ import re
 
 import sqlalchemy as sa
 
-from etlcraft.core.states import ENUMS, state_machine
+from etlcraft.core.enums import ENUMS
+from etlcraft.core.states import state_machine
 from etlcraft.engine.db import EngineDB
 
 #: Columns whose CHECK constraint is a value set from state_machine.yaml: (table, column) -> enum name.
@@ -39,12 +40,6 @@ ENUM_COLUMNS = {
     ("CFG_PIPELINE_DEPENDENCY", "DEPENDENCY_TYPE"): "DependencyType",
     ("CFG_TASK_DEPENDENCY", "DEPENDENCY_TYPE"): "DependencyType",
 }
-
-
-def test_python_enums_are_the_yaml_value_sets() -> None:
-    sm = state_machine()
-    expected = {e.enum: list(e.statuses) for e in sm.entities} | {k: list(v) for k, v in sm.enums.items()}
-    assert {name: [m.value for m in enum] for name, enum in ENUMS.items()} == expected
 
 
 def _check_values(db: EngineDB, conn: sa.Connection, table: str, column: str) -> list[str]:
