@@ -211,6 +211,48 @@ class OffsetType(StrEnum):
     TIMESTAMP = "TIMESTAMP"
 
 
+@unique
+class GateWaitOutcome(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    SATISFIED = "SATISFIED"
+    BYPASSED = "BYPASSED"
+    UNSATISFIED = "UNSATISFIED"
+    ABANDONED = "ABANDONED"
+
+
+@unique
+class RuleType(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    REJECT = "REJECT"
+    WARN = "WARN"
+
+
+@unique
+class Flag(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    Y = "Y"
+    N = "N"
+
+
+@unique
+class MigrationStream(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    ENGINE = "ENGINE"
+    PROJECT = "PROJECT"
+
+
+@unique
+class MigrationKind(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    VERSIONED = "VERSIONED"
+    REPEATABLE = "REPEATABLE"
+
+
 #: Every enum above by the name state_machine.yaml gives it.
 ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
@@ -230,4 +272,9 @@ ENUMS: dict[str, type[StrEnum]] = {
     "MetadataOperation": MetadataOperation,
     "ActionOutcome": ActionOutcome,
     "OffsetType": OffsetType,
+    "GateWaitOutcome": GateWaitOutcome,
+    "RuleType": RuleType,
+    "Flag": Flag,
+    "MigrationStream": MigrationStream,
+    "MigrationKind": MigrationKind,
 }
