@@ -4,7 +4,7 @@ PYTHON ?= python3
 PYTEST_WORKERS ?= 3
 STAMP := .make/install.stamp
 
-.PHONY: help install demo test test-sql test-py lint verify snapshot bench docs
+.PHONY: help install demo test test-sql test-py lint verify snapshot bench enums docs
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -45,5 +45,8 @@ bench: install ## Run every benchmark in bench/ and print its figures
 	  echo "== $$script"; $(PYTHON) "$$script"; done; \
 	  [ $$found = 1 ] || echo "bench/ has no benchmarks yet"
 
-docs: install ## Regenerate the reference pages that come from the code (docs/reference)
+enums: install ## Regenerate etlcraft/core/enums.py from sql/state_machine.yaml
+	$(PYTHON) scripts/gen_enums.py
+
+docs: enums ## Regenerate the enums module and the reference pages that come from the code (docs/reference)
 	$(PYTHON) scripts/gen_reference_docs.py

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etlcraft.config.loader import load_config
 from etlcraft.core.actor import Actor, acting_as
-from etlcraft.core.states import ActorKind
+from etlcraft.core.enums import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.migrations import migrate
 from etlcraft.handlers.context import HandlerResult, TaskContext

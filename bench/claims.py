@@ -58,7 +58,7 @@ from sqlalchemy.engine import make_url
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from etlcraft.core.actor import Actor, acting_as
-from etlcraft.core.states import ActorKind
+from etlcraft.core.enums import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call_on, function_specs
 from etlcraft.engine.migrations import migrate

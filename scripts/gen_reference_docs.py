@@ -58,7 +58,8 @@ def transitions_page() -> str:
     lines += [
         "## Other value sets",
         "",
-        "Each is enforced by a CHECK constraint named `<column>_is_valid`.",
+        "Each is enforced by CHECK constraints named `<column>_is_valid` (`<column>_is_y_or_n` for Flag), and is a",
+        "`StrEnum` of the same name in `etlcraft.core.enums`.",
         "",
         "| Name | Values |",
         "| --- | --- |",

@@ -9,6 +9,7 @@ import click
 from etlcraft.cli.context import CliContext
 from etlcraft.cli.output import emit, format_option
 from etlcraft.core.actor import acting_as
+from etlcraft.core.enums import AttemptStatus, RunStatus
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
 from etlcraft.services.runs import (
@@ -94,7 +95,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
                                       "command") from exc
         emit(output_format, backfill_json(done), lambda: done.message)
         if not done.complete:
-            if done.runs and done.runs[-1].status not in ("SUCCESS", "SKIPPED"):
+            if done.runs and done.runs[-1].status not in (RunStatus.SUCCESS, RunStatus.SKIPPED):
                 raise RunFailedError(done.message)
             raise IncompleteError(done.message)
         return
@@ -126,15 +127,15 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             raise IncompleteError(f"etl-craft run was stopped by {exc}; {_INTERRUPTED}; {run} is left IN-PROGRESS to "
                                   f"resume: resume it with {resume}") from exc
     emit(output_format, outcome_json(outcome), lambda: outcome.message)
-    failed = sorted({e.task_code for e in outcome.ended if e.status != "SUCCESS"})
-    if outcome.status == "IN-PROGRESS":
+    failed = sorted({e.task_code for e in outcome.ended if e.status != AttemptStatus.SUCCESS})
+    if outcome.status == RunStatus.IN_PROGRESS:
         if task is None or not outcome.ended:
             raise IncompleteError(outcome.message)
         if failed:
             raise RunFailedError(f"{', '.join(failed)} did not succeed in run {outcome.pipeline_run_id}; see "
                                  f"etl-craft status --pipeline_code {pipeline_code} --run-id {outcome.pipeline_run_id}")
         return
-    if outcome.status in ("FAILED", "CANCELLED"):
+    if outcome.status in (RunStatus.FAILED, RunStatus.CANCELLED):
         raise RunFailedError(f"run {outcome.pipeline_run_id} of {pipeline_code} ended {outcome.status}"
                              + (f" (failed: {', '.join(failed)})" if failed else "")
                              + f"; see etl-craft status --pipeline_code {pipeline_code} --run-id "

@@ -14,10 +14,9 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from enum import StrEnum
 
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import ConfigurationError
-from etlcraft.core.states import ActorKind
 
 ACTOR_VARIABLE = "ETL_CRAFT_ACTOR"
 MAX_ACTOR_LENGTH = 128
@@ -41,13 +40,13 @@ def check_actor_name(name: str, *, source: str) -> None:
 @dataclass(frozen=True)
 class Actor:
     name: str
-    kind: StrEnum  # an ActorKind
+    kind: ActorKind
 
     def __post_init__(self) -> None:
         check_actor_name(self.name, source="the actor name")
 
 
-SYSTEM = Actor("etl-craft", ActorKind("SYSTEM"))
+SYSTEM = Actor("etl-craft", ActorKind.SYSTEM)
 
 _current: ContextVar[Actor] = ContextVar("etl_craft_actor", default=SYSTEM)
 
@@ -58,7 +57,7 @@ def resolve_actor(environ: Mapping[str, str] | None = None) -> Actor:
     if ACTOR_VARIABLE in env:
         name = env[ACTOR_VARIABLE]
         check_actor_name(name, source=f"the variable {ACTOR_VARIABLE}")
-        return Actor(name, ActorKind("HUMAN"))
+        return Actor(name, ActorKind.HUMAN)
     try:
         name = f"{getpass.getuser()}@{socket.gethostname()}"
     except (OSError, KeyError) as exc:
@@ -66,7 +65,7 @@ def resolve_actor(environ: Mapping[str, str] | None = None) -> Actor:
             f"cannot tell who is acting: no user name for this process ({exc}); set {ACTOR_VARIABLE}"
         ) from exc
     check_actor_name(name, source=f"the actor {name[:40]!r}... from user@host (set {ACTOR_VARIABLE} instead)")
-    return Actor(name, ActorKind("HUMAN"))
+    return Actor(name, ActorKind.HUMAN)
 
 
 def current_actor() -> Actor:

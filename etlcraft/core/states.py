@@ -1,13 +1,13 @@
-"""Statuses, transitions and closed value sets, loaded from the one source of truth, sql/state_machine.yaml.
+"""Statuses, transitions and closed value sets, read from the one source of truth, sql/state_machine.yaml.
 
-The same file renders the ENG_TRANSITIONS table and the transition guard triggers, so the enums here cannot
-disagree with what the Engine DB enforces (tests/py/unit/test_state_machine_drift.py checks it).
+The same file renders the ENG_TRANSITIONS table and the transition guard triggers, and scripts/gen_enums.py
+writes its StrEnums into etlcraft.core.enums; tests/py/conformance/test_state_machine_drift.py checks that the
+Engine DB's CHECK constraints agree with it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import cache
 from typing import Any
 
@@ -84,38 +84,3 @@ def state_machine() -> StateMachine:
     entities = tuple(_entity(name, spec) for name, spec in raw["entities"].items())
     enums = {name: tuple(values) for name, values in raw["enums"].items()}
     return StateMachine(entities=entities, enums=enums)
-
-
-def _member(value: str) -> str:
-    return value.upper().replace("-", "_")
-
-
-def _make_enum(name: str, values: tuple[str, ...]) -> type[StrEnum]:
-    return StrEnum(name, [(_member(v), v) for v in values])  # type: ignore[return-value]
-
-
-_SM = state_machine()
-
-RunStatus = _make_enum("RunStatus", _SM.entity("RUN").statuses)
-TaskRunStatus = _make_enum("TaskRunStatus", _SM.entity("TASK_RUN").statuses)
-AttemptStatus = _make_enum("AttemptStatus", _SM.entity("ATTEMPT").statuses)
-TriggerKind = _make_enum("TriggerKind", _SM.enums["TriggerKind"])
-ActorKind = _make_enum("ActorKind", _SM.enums["ActorKind"])
-GateResult = _make_enum("GateResult", _SM.enums["GateResult"])
-DependencyType = _make_enum("DependencyType", _SM.enums["DependencyType"])
-RunCondition = _make_enum("RunCondition", _SM.enums["RunCondition"])
-Handler = _make_enum("Handler", _SM.enums["Handler"])
-SqlAction = _make_enum("SqlAction", _SM.enums["SqlAction"])
-SlaStatus = _make_enum("SlaStatus", _SM.enums["SlaStatus"])
-OverlapPolicy = _make_enum("OverlapPolicy", _SM.enums["OverlapPolicy"])
-SlotKind = _make_enum("SlotKind", _SM.enums["SlotKind"])
-Intervention = _make_enum("Intervention", _SM.enums["Intervention"])
-MetadataOperation = _make_enum("MetadataOperation", _SM.enums["MetadataOperation"])
-ActionOutcome = _make_enum("ActionOutcome", _SM.enums["ActionOutcome"])
-OffsetType = _make_enum("OffsetType", _SM.enums["OffsetType"])
-
-#: Every enum above by the name state_machine.yaml gives it.
-ENUMS: dict[str, type[StrEnum]] = {
-    **{e.enum: globals()[e.enum] for e in _SM.entities},
-    **{name: globals()[name] for name in _SM.enums},
-}

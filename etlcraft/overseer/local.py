@@ -19,9 +19,9 @@ from pathlib import Path
 from types import FrameType
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as
+from etlcraft.core.enums import TASK_RUN_TERMINAL, ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
-from etlcraft.core.states import ActorKind
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
@@ -29,7 +29,7 @@ from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
 
-SYSTEM_KIND = ActorKind("SYSTEM")
+SYSTEM_KIND = ActorKind.SYSTEM
 
 
 @dataclass(frozen=True)
@@ -364,7 +364,7 @@ class RunLoop:
     def _unsettled(self) -> list[str]:
         with self.db.read() as conn:
             rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
-        return [str(r["task_code"]) for r in rows if r["status"] not in ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")]
+        return [str(r["task_code"]) for r in rows if r["status"] not in TASK_RUN_TERMINAL]
 
     def _release(self) -> None:
         """Give the run up without ending it, so the next etl-craft run resumes it at once (not after the lease)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from etlcraft.core.enums import RUN_TERMINAL, TASK_RUN_TERMINAL, AttemptStatus
 from etlcraft.core.errors import NotFoundError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
@@ -26,9 +27,7 @@ from etlcraft.services.runs import find_pipeline
 from etlcraft.services.values import as_date, as_time, document, required_time
 
 SCHEMA = "etl-craft/explanation/1"
-SETTLED = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
-LIVE = ("QUEUED", "CLAIMED", "RUNNING")
-ENDED_RUN = ("SUCCESS", "FAILED", "SKIPPED", "CANCELLED")
+LIVE = (AttemptStatus.QUEUED, AttemptStatus.CLAIMED, AttemptStatus.RUNNING)
 _WANTS = {"SUCCESS": "succeeds", "FAILURE": "fails", "HAS_DATA": "succeeds writing rows", "ALWAYS": "ends"}
 
 
@@ -157,7 +156,7 @@ class Explanation:
 def judge(edge: Edge) -> Dependency:
     """ready_tasks' rule for one edge; another pipeline's upstream is settled by the task gate, not here."""
     status = edge.upstream_status
-    settled = edge.same_pipeline and status in SETTLED
+    settled = edge.same_pipeline and status in TASK_RUN_TERMINAL
     met = settled and {"SUCCESS": status == "SUCCESS", "FAILURE": status == "FAILED",
                        "HAS_DATA": status == "SUCCESS" and (edge.upstream_rows_written or 0) > 0,
                        "ALWAYS": True}.get(edge.dependency_type, False)
@@ -195,7 +194,7 @@ def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
         return (f"{task} already ran: it succeeded {how}, and nothing runs it again in {run} unless asked to "
                 f"(etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} --task_code {task} "
                 "--force).")
-    if snap.run_status in ENDED_RUN:
+    if snap.run_status in RUN_TERMINAL:
         return _ended_run_verdict(snap, deps)
     if last is not None and last.status in LIVE:
         return _live_verdict(snap, last)

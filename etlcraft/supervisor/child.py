@@ -21,10 +21,10 @@ from typing import Any
 
 from etlcraft.config.loader import load_config
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, process_start
-from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all, fetch_one

@@ -18,6 +18,7 @@ from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from etlcraft.core.enums import AttemptStatus
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.stops import holding_stops
@@ -178,7 +179,7 @@ class LocalSupervisor:
         child.process.join(timeout=5)
         del self.children[child.attempt_id]
         status = self._status(child.attempt_id)
-        if status in ("CLAIMED", "RUNNING"):
+        if status in (AttemptStatus.CLAIMED, AttemptStatus.RUNNING):
             code = child.process.exitcode
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
             if self._record(child, "FAILED", f"the task process {how} without recording an outcome; "

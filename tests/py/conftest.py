@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from etlcraft.core.actor import Actor, acting_as
-from etlcraft.core.states import ActorKind
+from etlcraft.core.enums import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.migrations import migrate
 

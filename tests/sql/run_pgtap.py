@@ -16,7 +16,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from etlcraft.core.actor import Actor, acting_as  # noqa: E402
-from etlcraft.core.states import ActorKind  # noqa: E402
+from etlcraft.core.enums import ActorKind  # noqa: E402
 from etlcraft.engine.db import EngineDB  # noqa: E402
 from etlcraft.engine.migrations import migrate  # noqa: E402
 

@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from etlcraft.core.actor import Actor
-from etlcraft.core.states import ActorKind
+from etlcraft.core.enums import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.services import control
 from etlcraft.services.control import OperationContext, RunRef
@@ -250,7 +250,7 @@ from datetime import date
 from pathlib import Path
 from etlcraft.config.loader import load_config
 from etlcraft.core.actor import Actor, acting_as
-from etlcraft.core.states import ActorKind
+from etlcraft.core.enums import ActorKind
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 from etlcraft.services import runs
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EngineDbError, NotFoundError, RefusedByPolicyError
-from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from tests.py.support.gates import T0, as_utc

@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import (
     AppendOnlyError,
     EngineDbError,
@@ -19,7 +20,7 @@ from etlcraft.core.errors import (
     IllegalTransitionError,
     StampColumnError,
 )
-from etlcraft.core.states import ActorKind, state_machine
+from etlcraft.core.states import state_machine
 from etlcraft.engine.catalog import owned_tables
 from etlcraft.engine.db import EngineDB
 from tests.py.support import rows

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EngineDbError, NotFoundError, StaleTransitionError
-from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_on
 from tests.py.support.queue import seed_queue

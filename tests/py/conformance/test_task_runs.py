@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import NotFoundError, RefusedByPolicyError, StaleTransitionError
-from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from tests.py.support import ready as rd

@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 import etlcraft.engine.migrations as migrations
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EngineDbError, MigrationError
-from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.migrations import engine_migrations, migrate, repeatable_objects

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as, current_actor, resolve_actor
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import ConfigurationError
-from etlcraft.core.states import ActorKind
 
 EMPTY = "the variable ETL_CRAFT_ACTOR is empty; set it to a name such as alice@laptop or github:alice"
 
