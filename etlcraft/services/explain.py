@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from etlcraft.core.enums import RUN_TERMINAL, TASK_RUN_TERMINAL, AttemptStatus
+from etlcraft.core.enums import RUN_TERMINAL, AttemptStatus
 from etlcraft.core.errors import NotFoundError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
@@ -61,6 +61,7 @@ class Edge:
     same_pipeline: bool
     upstream_status: str | None
     upstream_rows_written: int | None = None
+    state: str | None = None  # task_dependencies' judgement of an in-pipeline edge: OPEN, MET or UNMET
 
 
 @dataclass(frozen=True)
@@ -154,13 +155,11 @@ class Explanation:
 # --- the pure part ----------------------------------------------------------------------------------------------
 
 def judge(edge: Edge) -> Dependency:
-    """ready_tasks' rule for one edge; another pipeline's upstream is settled by the task gate, not here."""
-    status = edge.upstream_status
-    settled = edge.same_pipeline and status in TASK_RUN_TERMINAL
-    met = settled and {"SUCCESS": status == "SUCCESS", "FAILURE": status == "FAILED",
-                       "HAS_DATA": status == "SUCCESS" and (edge.upstream_rows_written or 0) > 0,
-                       "ALWAYS": True}.get(edge.dependency_type, False)
-    shown = status or ("NOT RUN" if edge.same_pipeline else "judged by the task gate")
+    """One edge as the Engine DB judged it (task_dependencies, ready_tasks' own rule): an in-pipeline edge is
+    settled unless OPEN, and met when MET; another pipeline's upstream is settled by the task gate, not here."""
+    settled = edge.same_pipeline and edge.state in ("MET", "UNMET")
+    met = settled and edge.state == "MET"
+    shown = edge.upstream_status or ("NOT RUN" if edge.same_pipeline else "judged by the task gate")
     return Dependency(edge.upstream, edge.dependency_type, shown, bool(met), bool(settled))
 
 
@@ -398,6 +397,8 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
         wait = fetch_one(db, conn, "explain_gate_wait", run_id=run_id, task_id=task_id)
     # The policy the Engine DB's retry rule applies (retry_policy), not a reading of the parameters of its own.
     policy = next(p for p in call(db, "retry_policy", run_id=run_id) if p.task_id == task_id)
+    # Whether each in-pipeline edge is met is ready_tasks' rule, as task_dependencies applies it.
+    states = {d.upstream_task_code: d.state for d in call(db, "task_dependencies", run_id=run_id, task_id=task_id)}
     return Snapshot(
         pipeline.code, request.task_code, run_id, run["run_key"], as_date(run["run_date"]), run["status"],
         run["cancel_requested_at"] is not None,
@@ -409,7 +410,9 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
                       int(a["retry_number"] or 0))
               for a in attempts),
         tuple(Edge(_edge_name(e), e["dependency_type"], e["same_pipeline"] == "Y", e["upstream_status"],
-                   None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"])) for e in edges),
+                   None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"]),
+                   states.get(str(e["upstream_task_code"])) if e["same_pipeline"] == "Y" else None)
+              for e in edges),
         tuple(_decision(g) for g in decisions),
         policy.retries, float(policy.retry_delay_seconds), float(policy.retry_backoff), db.clock.now(),
         None if wait is None else _gate_wait(wait))

@@ -69,7 +69,8 @@ BEGIN
                                       ORDER BY CASE WHEN e.STATE = 'UNMET' THEN 0 ELSE 1 END, e.UP_CODE) AS N
               FROM (
                 -- Each edge judged: OPEN (upstream not settled), MET, or UNMET (it can never be met).
-                SELECT d.TASK_ID AS TASK_ID, u.TASK_CODE AS UP_CODE,
+                SELECT d.TASK_ID AS TASK_ID, u.TASK_CODE AS UP_CODE, d.DEPENDENCY_TYPE AS DEPENDENCY_TYPE, ur.STATUS AS UP_STATUS,
+                       ur.ROWS_WRITTEN AS UP_ROWS,
                        CASE WHEN ur.STATUS IS NULL OR ur.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')
                             THEN 'OPEN'
                             WHEN d.DEPENDENCY_TYPE = 'ALWAYS'
@@ -130,3 +131,70 @@ BEGIN
 END
 $fn$;
 -- @end ready_tasks
+
+-- @function task_dependencies
+-- @args run_id bigint, task_id bigint
+-- @returns upstream_task_code text, dependency_type text, upstream_status text, upstream_rows_written bigint, state text, reason text
+-- @purpose Why ready_tasks decides what it decides for one task: each active in-pipeline dependency of the task
+--   (both tasks active), ordered by upstream code, judged by the same rule ready_tasks applies: state OPEN while the
+--   upstream has not settled in the run, MET, or UNMET (it can never be met), with the upstream's status and rows
+--   written, and for UNMET the reason ready_tasks gives. Dependencies on other pipelines' tasks are the task gate's
+--   (queue_attempt; their decisions are in AUD_GATE_DECISIONS). Reads only; etl-craft explain shows it.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'task_dependencies' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.task_dependencies(
+  p_run_id bigint,
+  p_task_id bigint,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (upstream_task_code text, dependency_type text, upstream_status text, upstream_rows_written bigint, state text, reason text)
+LANGUAGE plpgsql
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft.clock_now();
+  v_rows bigint;
+BEGIN
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  RETURN QUERY
+  SELECT q.upstream_task_code::text, q.dependency_type::text, q.upstream_status::text, q.upstream_rows_written::bigint, q.state::text, q.reason::text
+    FROM (
+      SELECT e.UP_CODE, e.DEPENDENCY_TYPE, e.UP_STATUS, e.UP_ROWS, e.STATE, CASE WHEN e.STATE = 'UNMET' THEN e.WHY END
+        FROM (SELECT d.TASK_ID AS TASK_ID, u.TASK_CODE AS UP_CODE, d.DEPENDENCY_TYPE AS DEPENDENCY_TYPE, ur.STATUS AS UP_STATUS,
+                     ur.ROWS_WRITTEN AS UP_ROWS,
+                     CASE WHEN ur.STATUS IS NULL OR ur.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')
+                          THEN 'OPEN'
+                          WHEN d.DEPENDENCY_TYPE = 'ALWAYS'
+                            OR (d.DEPENDENCY_TYPE = 'SUCCESS' AND ur.STATUS = 'SUCCESS')
+                            OR (d.DEPENDENCY_TYPE = 'FAILURE' AND ur.STATUS = 'FAILED')
+                            OR (d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS' AND ur.ROWS_WRITTEN > 0)
+                          THEN 'MET'
+                          ELSE 'UNMET' END AS STATE,
+                     u.TASK_CODE || ' ended ' || COALESCE(ur.STATUS, 'nothing')
+                       || CASE WHEN d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS'
+                               THEN ' having written ' || COALESCE(CAST(ur.ROWS_WRITTEN AS TEXT), 'no') || ' rows' ELSE '' END
+                       || '; its ' || d.DEPENDENCY_TYPE || ' dependency can never be met' AS WHY
+                FROM etl_craft.CFG_TASKS dn
+                JOIN etl_craft.CFG_TASK_DEPENDENCY d ON d.TASK_ID = dn.TASK_ID AND d.ACTIVE_FLAG = 'Y'
+                JOIN etl_craft.CFG_TASKS u
+                  ON u.TASK_ID = d.DEPENDS_ON_TASK_ID AND u.PIPELINE_ID = dn.PIPELINE_ID AND u.ACTIVE_FLAG = 'Y'
+                LEFT JOIN etl_craft.AUD_TASK_RUN_LOG ur ON ur.PIPELINE_RUN_ID = p_run_id AND ur.TASK_ID = u.TASK_ID
+               WHERE dn.TASK_ID = p_task_id AND dn.ACTIVE_FLAG = 'Y') e
+       ORDER BY e.UP_CODE
+    ) AS q(upstream_task_code, dependency_type, upstream_status, upstream_rows_written, state, reason);
+END
+$fn$;
+-- @end task_dependencies

@@ -21,3 +21,16 @@
 -- @locks none
 -- @errors EC021 no such run
 -- @end ready_tasks
+
+-- @function task_dependencies
+-- @args run_id bigint, task_id bigint
+-- @returns upstream_task_code text, dependency_type text, upstream_status text, upstream_rows_written bigint, state text, reason text
+-- @purpose Why ready_tasks decides what it decides for one task: each active in-pipeline dependency of the task
+--   (both tasks active), ordered by upstream code, judged by the same rule ready_tasks applies: state OPEN while the
+--   upstream has not settled in the run, MET, or UNMET (it can never be met), with the upstream's status and rows
+--   written, and for UNMET the reason ready_tasks gives. Dependencies on other pipelines' tasks are the task gate's
+--   (queue_attempt; their decisions are in AUD_GATE_DECISIONS). Reads only; etl-craft explain shows it.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run
+-- @end task_dependencies

@@ -91,6 +91,29 @@ def test_each_edge_type_is_met_or_unmet_by_its_upstream_status(project: Project)
                                          "be met")
 
 
+
+def test_task_dependencies_shows_the_judgement_ready_tasks_decides_with(project: Project) -> None:
+    """explain reads task_dependencies: each edge's state is the one ready_tasks acts on (MET edges of a task it
+    runs, its reason for an UNMET one), on every edge type and upstream status."""
+    run = project.run("orders")
+    for n, (type_, status, written, _) in enumerate(EDGE_CASES):
+        up, down = f"up{n:02d}", f"down{n:02d}"
+        _tasks(project, up, down)
+        project.depends(down, up, type_)
+        rd.task_run(project, run, up, status, rows_written=written)
+    reasons = rd.ready_reasons(project, run)
+    for n, (type_, status, written, decision) in enumerate(EDGE_CASES):
+        [edge] = call(project.db, "task_dependencies", run_id=run, task_id=project.tasks[f"down{n:02d}"])
+        assert (edge.upstream_task_code, edge.dependency_type, edge.upstream_status, edge.upstream_rows_written) == (
+            f"up{n:02d}", type_, status, written)
+        expected = {"RUN": "MET", "SKIP": "UNMET", None: "OPEN"}[decision]
+        assert edge.state == expected, (type_, status, written)
+        assert edge.reason == (reasons[f"down{n:02d}"][1] if decision == "SKIP" else None)
+    _tasks(project, "lonely")
+    assert call(project.db, "task_dependencies", run_id=run, task_id=project.tasks["lonely"]) == []
+    with pytest.raises(NotFoundError, match="^run 999 does not exist"):
+        call(project.db, "task_dependencies", run_id=999, task_id=project.tasks["lonely"])
+
 def test_b42_has_data_means_rows_written(project: Project) -> None:
     _tasks(project, "load_empty", "load_rows", "after_empty", "after_rows")
     project.depends("after_empty", "load_empty", "HAS_DATA")

@@ -38,7 +38,8 @@ BASE = Snapshot(
     None,
     None,
     (),
-    (Edge("load", "SUCCESS", True, "IN-PROGRESS"), Edge("rates", "ALWAYS", True, "SUCCESS", 4)),
+    (Edge("load", "SUCCESS", True, "IN-PROGRESS", state="OPEN"),
+     Edge("rates", "ALWAYS", True, "SUCCESS", 4, state="MET")),
     (),
     2,
     60.0,
@@ -73,7 +74,7 @@ def test_explain__queued_run__waits_on_its_pipeline_gate() -> None:
     snapshot = replace(
         BASE,
         run_status="QUEUED",
-        edges=(Edge("load", "SUCCESS", True, None),),
+        edges=(Edge("load", "SUCCESS", True, None, state="OPEN"),),
         decisions=(
             Decision("pipeline", "crm", "SUCCESS", "UNSATISFIED", "no ended run of crm satisfies SUCCESS", at(1)),
         ),
@@ -144,7 +145,8 @@ def test_explain__a_gate_wait_that_ended__shown_with_its_outcome__the_decision_d
 
 def test_explain__upstream_failed__blocked_and_skipped() -> None:
     snapshot = replace(
-        BASE, edges=(Edge("load", "SUCCESS", True, "FAILED"), Edge("rates", "ALWAYS", True, "SUCCESS", 4))
+        BASE, edges=(Edge("load", "SUCCESS", True, "FAILED", state="UNMET"),
+                     Edge("rates", "ALWAYS", True, "SUCCESS", 4, state="MET"))
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -163,7 +165,7 @@ def test_explain__upstream_failed__blocked_and_skipped() -> None:
 
 
 def test_explain__failure_edge_on_a_success__unsatisfiable() -> None:
-    snapshot = replace(BASE, edges=(Edge("load", "FAILURE", True, "SUCCESS", 10),))
+    snapshot = replace(BASE, edges=(Edge("load", "FAILURE", True, "SUCCESS", 10, state="UNMET"),))
     assert text_of(snapshot) == [
         HEADER,
         "run: IN-PROGRESS",
@@ -187,7 +189,7 @@ def test_explain__retry_scheduled__names_the_due_attempt() -> None:
             Attempt(1, "FAILED", at(2), None, at(3), at(4), "RuntimeError: warehouse unreachable\nTraceback", "Y"),
             Attempt(2, "QUEUED", at(4), at(34), None, None, None, retry_number=1),
         ),
-        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3),),
+        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -209,7 +211,8 @@ def test_explain__retry_scheduled__names_the_due_attempt() -> None:
 
 def test_explain__paused_pipeline__names_the_pause_and_resume() -> None:
     snapshot = replace(
-        BASE, pause=Pause(at(10), "ops@team", "warehouse upgrade"), edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3),)
+        BASE, pause=Pause(at(10), "ops@team", "warehouse upgrade"),
+        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),)
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -231,7 +234,7 @@ def test_explain__succeeded__already_ran() -> None:
         BASE,
         task_status="SUCCESS",
         attempts=(Attempt(1, "SUCCESS", at(5), None, at(6), at(8), None),),
-        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3),),
+        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -256,7 +259,7 @@ def test_explain__skipped__says_why_and_what_reruns_it() -> None:
         BASE,
         task_status="SKIPPED",
         task_message="load ended SUCCESS; its FAILURE dependency can never be met",
-        edges=(Edge("load", "FAILURE", True, "SUCCESS", 3),),
+        edges=(Edge("load", "FAILURE", True, "SUCCESS", 3, state="UNMET"),),
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -282,7 +285,7 @@ def test_explain__lost_attempt__queued_again_by_the_next_overseer() -> None:
         attempts=(
             Attempt(1, "LOST", at(5), None, at(6), at(20), "attempt 1 was LOST: its owner stopped renewing the lease"),
         ),
-        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3),),
+        edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -307,8 +310,8 @@ def test_explain__any_condition__waits_for_one_and_shows_the_task_gate() -> None
         BASE,
         run_condition="ANY",
         edges=(
-            Edge("load", "SUCCESS", True, "IN-PROGRESS"),
-            Edge("backup", "SUCCESS", True, None),
+            Edge("load", "SUCCESS", True, "IN-PROGRESS", state="OPEN"),
+            Edge("backup", "SUCCESS", True, None, state="OPEN"),
             Edge("crm.accounts", "SUCCESS", False, None),
         ),
         decisions=(
@@ -334,7 +337,7 @@ def test_explain__any_condition__waits_for_one_and_shows_the_task_gate() -> None
 
 
 def test_explain__every_dependency_met__ready() -> None:
-    snapshot = replace(BASE, edges=(Edge("load", "HAS_DATA", True, "SUCCESS", 3),))
+    snapshot = replace(BASE, edges=(Edge("load", "HAS_DATA", True, "SUCCESS", 3, state="MET"),))
     assert text_of(snapshot) == [
         HEADER,
         "run: IN-PROGRESS",
@@ -394,7 +397,7 @@ def test_explain__ended_run__rerun_the_failed_upstream_with_downstream() -> None
         run_status="FAILED",
         task_status="SKIPPED",
         task_message="load ended FAILED",
-        edges=(Edge("load", "SUCCESS", True, "FAILED"),),
+        edges=(Edge("load", "SUCCESS", True, "FAILED", state="UNMET"),),
     )
     assert text_of(snapshot) == [
         HEADER,
@@ -412,15 +415,15 @@ def test_explain__ended_run__rerun_the_failed_upstream_with_downstream() -> None
     ]
 
 
-def test_judge__edge_types__met_as_ready_tasks_meets_them() -> None:
+def test_judge__takes_the_state_the_engine_db_judged__never_its_own() -> None:
+    """Whether an in-pipeline edge is met is task_dependencies' answer (ready_tasks' rule in the Engine DB): judge
+    reads it; an upstream of another pipeline is left to the task gate."""
     cases = [
-        (Edge("u", "SUCCESS", True, "SUCCESS"), (True, True)),
-        (Edge("u", "SUCCESS", True, "SKIPPED"), (False, True)),
-        (Edge("u", "FAILURE", True, "FAILED"), (True, True)),
-        (Edge("u", "HAS_DATA", True, "SUCCESS", 0), (False, True)),
-        (Edge("u", "HAS_DATA", True, "SUCCESS", 1), (True, True)),
-        (Edge("u", "ALWAYS", True, "CANCELLED"), (True, True)),
-        (Edge("u", "ALWAYS", True, "IN-PROGRESS"), (False, False)),
+        (Edge("u", "SUCCESS", True, "SUCCESS", state="MET"), (True, True)),
+        (Edge("u", "SUCCESS", True, "SKIPPED", state="UNMET"), (False, True)),
+        (Edge("u", "HAS_DATA", True, "SUCCESS", 0, state="UNMET"), (False, True)),
+        (Edge("u", "ALWAYS", True, "IN-PROGRESS", state="OPEN"), (False, False)),
+        (Edge("u", "SUCCESS", True, None, state="OPEN"), (False, False)),
         (Edge("p.u", "SUCCESS", False, None), (False, False)),
     ]
     assert [(judge(edge).met, judge(edge).settled) for edge, _ in cases] == [want for _, want in cases]
