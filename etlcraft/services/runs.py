@@ -370,7 +370,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     lease = config.orchestration.lease_seconds
     reconcile(db, lease)
     run = select_run(db, config, pipeline, request)
-    run_id, run_status = int(run["pipeline_run_id"]), str(run["status"])
+    run_id = int(run["pipeline_run_id"])
     with db.read() as conn:
         rows = {r["task_code"]: r for r in fetch_all(db, conn, "run_task_rows", run_id=run_id)}
         edges = fetch_all(db, conn, "run_task_edges", run_id=run_id)
@@ -378,12 +378,17 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     if row is None:
         raise NotFoundError(f"task {task.task_code} is not an active task of pipeline {pipeline.code}; its tasks are "
                             f"{', '.join(sorted(rows)) or 'none'}")
-    task_id, status = int(row["task_id"]), row["status"]
+    task_id = int(row["task_id"])
     where = f"in run {run_id} of {pipeline.code}"
-    _refuse_task(task, status, run_id, run_status, row, where)
+    command = "RERUN" if task.rerun else "FORCE" if task.force else "TASK"
     me = owner_id()
     with db.write() as conn:
-        if run_status != "IN-PROGRESS":
+        # The Engine DB decides whether the command may run the task, in the transaction that acts on it: a refused
+        # command rolls back and changes nothing (B31).
+        judged = call_in(db, conn, "judge_task_command", run_id=run_id, task_id=task_id, command=command)[0]
+        if judged.decision == "REFUSE":
+            raise RefusedByPolicyError(judged.reason)
+        if judged.reopen:
             why = (task.rerun and f"--rerun {task.task_code}") or f"--task_code {task.task_code} --force"
             call_in(db, conn, "reopen_run", run_id=run_id,
                     reason=request.reason or f"etl-craft run {why}")
@@ -391,13 +396,12 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
         call_in(db, conn, "record_action", command="run --rerun" if task.rerun else "run --task_code",
                 arguments=_action(request), pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id,
                 host=host())
-        if status is None and not task.ignore_dependencies:
+        if judged.check_dependencies and not task.ignore_dependencies:
             _check_dependencies(db, conn, task, run_id, task_id, rows, edges, where)
-        if status == "IN-PROGRESS":  # its attempt is queued already, waiting for a supervisor (see _refuse_task)
-            on_event(f"{task.task_code}: attempt {row['attempt_id']} is queued {where}")
+        if judged.decision == "CLAIM":  # queued again after a stop: this command runs it
+            on_event(f"{task.task_code}: attempt {judged.attempt_id} is queued {where}")
         else:
-            queued = call_in(db, conn, "queue_attempt", run_id=run_id, task_id=task_id,
-                             rerun=status == "SUCCESS")[0]
+            queued = call_in(db, conn, "queue_attempt", run_id=run_id, task_id=task_id, rerun=judged.rerun)[0]
             if queued.outcome != "QUEUED":
                 raise WaitingError(f"task {task.task_code} {where} waits: {queued.reason}; nothing was recorded")
             on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
@@ -407,34 +411,6 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
                    lambda: reconcile(db, lease), scope=scope)
     loop.task_codes[task_id] = task.task_code
     return loop.run()
-
-
-def _refuse_task(task: TaskRequest, status: str | None, run_id: int, run_status: str, row: dict[str, Any],
-                 where: str) -> None:
-    """Refuse, before anything is written, a task command that cannot run the task."""
-    code = task.task_code
-    if run_status == "QUEUED":
-        raise RefusedByPolicyError(f"run {run_id} is QUEUED: its gates have not admitted it yet; "
-                                   "see etl-craft status")
-    if status == "IN-PROGRESS" and row["attempt_status"] == "QUEUED":
-        return  # queued again after a stop (interrupt_attempt): this command runs it
-    if status == "IN-PROGRESS":
-        raise RefusedByPolicyError(f"task {code} {where} is running now (attempt {row['attempt_id']}, "
-                                   f"{row['attempt_status']}, owner {row['owner_id']}); wait for it to end")
-    if task.rerun:
-        if status not in ("FAILED", "CANCELLED"):
-            raise RefusedByPolicyError(f"task {code} {where} is {status or 'not run'}: --rerun runs again a task that "
-                                       f"FAILED or was CANCELLED; run this one with --task_code {code}")
-        return
-    if status == "SUCCESS" and not task.force:
-        raise RefusedByPolicyError(f"task {code} {where} already succeeded; pass --force to run it again")
-    if run_status != "IN-PROGRESS":
-        if not task.force:
-            raise RefusedByPolicyError(f"run {run_id} is {run_status}: pass --force to reopen it and run "
-                                       f"{code} (recorded as REOPEN), or --rerun {code} for a task that failed")
-        if run_status == "CANCELLED":
-            raise RefusedByPolicyError(f"run {run_id} was CANCELLED, so --force will not reopen it; start "
-                                       f"a new run with another --run-key to run {code}")
 
 
 def _check_dependencies(db: EngineDB, conn: Any, task: TaskRequest, run_id: int, task_id: int,

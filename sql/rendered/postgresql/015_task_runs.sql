@@ -221,3 +221,96 @@ BEGIN
 END
 $fn$;
 -- @end mark_task_run
+
+-- @function judge_task_command
+-- @args run_id bigint, task_id bigint, command text
+-- @returns decision text, reason text, reopen bool, rerun bool, check_dependencies bool, attempt_id bigint
+-- @purpose Whether an operator's command may run one task of a run, and how: command TASK (etl-craft run
+--   --task_code T), FORCE (--task_code T --force) or RERUN (--rerun T). decision is QUEUE (queue an attempt: reopen
+--   the run first when reopen, pass rerun to queue_attempt when the task already succeeded, and check the task's
+--   dependencies with ready_tasks first when check_dependencies, the task having no task run yet), CLAIM (the task's
+--   attempt attempt_id is queued already, after a stop, and waits for a supervisor) or REFUSE with the reason: the run
+--   is QUEUED; the task is running; RERUN of a task that did not fail or was not cancelled; a task that already
+--   succeeded without FORCE; an ended run without FORCE or RERUN; FORCE onto a CANCELLED run (a cancelled run is not
+--   reopened by force: start a new run). Reads only: the caller acts on the decision in its own transaction.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC023 command is not TASK,
+--   FORCE or RERUN
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'judge_task_command' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.judge_task_command(
+  p_run_id bigint,
+  p_task_id bigint,
+  p_command text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (decision text, reason text, reopen boolean, rerun boolean, check_dependencies boolean, attempt_id bigint)
+LANGUAGE plpgsql
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft.clock_now();
+  v_rows bigint;
+BEGIN
+  IF COALESCE(p_command, '') NOT IN ('TASK', 'FORCE', 'RERUN') THEN
+    PERFORM etl_craft._fail('EC023', 'judge_task_command takes the command TASK, FORCE or RERUN, not ' || COALESCE(CAST(p_command AS text), 'NULL'));
+  END IF;
+  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name an active task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')')
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+   WHERE r.PIPELINE_RUN_ID = p_run_id
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
+                      WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y');
+  RETURN QUERY
+  SELECT q.decision::text, q.reason::text, q.reopen::boolean, q.rerun::boolean, q.check_dependencies::boolean, q.attempt_id::bigint
+    FROM (
+      SELECT CASE WHEN x.REFUSAL IS NOT NULL THEN 'REFUSE' WHEN x.TASK_STATUS = 'IN-PROGRESS' THEN 'CLAIM' ELSE 'QUEUE' END,
+             x.REFUSAL,
+             x.REFUSAL IS NULL AND x.RUN_STATUS <> 'IN-PROGRESS',
+             x.REFUSAL IS NULL AND COALESCE(x.TASK_STATUS, '') = 'SUCCESS',
+             x.REFUSAL IS NULL AND x.TASK_STATUS IS NULL,
+             CASE WHEN x.REFUSAL IS NULL AND x.TASK_STATUS = 'IN-PROGRESS' THEN x.ATTEMPT_ID END
+        FROM (SELECT r.STATUS AS RUN_STATUS, tr.STATUS AS TASK_STATUS, a.ATTEMPT_ID AS ATTEMPT_ID,
+                     CASE
+                       WHEN r.STATUS = 'QUEUED'
+                       THEN 'run ' || r.PIPELINE_RUN_ID || ' is QUEUED: its gates have not admitted it yet; see etl-craft status'
+                       WHEN tr.STATUS = 'IN-PROGRESS' AND a.STATUS = 'QUEUED' AND a.OWNER_ID IS NULL THEN NULL
+                       WHEN tr.STATUS = 'IN-PROGRESS'
+                       THEN 'task ' || t.TASK_CODE || ' ' || 'in run ' || r.PIPELINE_RUN_ID || ' of ' || p.PIPELINE_CODE || ' is running now (attempt '
+                            || COALESCE(CAST(a.ATTEMPT_ID AS TEXT), 'none') || ', ' || COALESCE(a.STATUS, 'none') || ', owner '
+                            || COALESCE(a.OWNER_ID, 'none') || '); wait for it to end'
+                       WHEN p_command = 'RERUN' AND COALESCE(tr.STATUS, '') NOT IN ('FAILED', 'CANCELLED')
+                       THEN 'task ' || t.TASK_CODE || ' ' || 'in run ' || r.PIPELINE_RUN_ID || ' of ' || p.PIPELINE_CODE || ' is ' || COALESCE(tr.STATUS, 'not run')
+                            || ': --rerun runs again a task that FAILED or was CANCELLED; run this one with --task_code '
+                            || t.TASK_CODE
+                       WHEN p_command = 'RERUN' THEN NULL
+                       WHEN tr.STATUS = 'SUCCESS' AND p_command <> 'FORCE'
+                       THEN 'task ' || t.TASK_CODE || ' ' || 'in run ' || r.PIPELINE_RUN_ID || ' of ' || p.PIPELINE_CODE || ' already succeeded; pass --force to run it again'
+                       WHEN r.STATUS <> 'IN-PROGRESS' AND p_command <> 'FORCE'
+                       THEN 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ': pass --force to reopen it and run '
+                            || t.TASK_CODE || ' (recorded as REOPEN), or --rerun ' || t.TASK_CODE || ' for a task that failed'
+                       WHEN r.STATUS = 'CANCELLED'
+                       THEN 'run ' || r.PIPELINE_RUN_ID || ' was CANCELLED, so --force will not reopen it; start a new run '
+                            || 'with another --run-key to run ' || t.TASK_CODE
+                     END AS REFUSAL
+                FROM etl_craft.AUD_PIPELINES_RUN_LOG r
+                JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+                JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = p_task_id
+                LEFT JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND tr.TASK_ID = t.TASK_ID
+                LEFT JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.ATTEMPT_NUMBER = tr.ATTEMPT_COUNT
+               WHERE r.PIPELINE_RUN_ID = p_run_id) x
+    ) AS q(decision, reason, reopen, rerun, check_dependencies, attempt_id);
+END
+$fn$;
+-- @end judge_task_command

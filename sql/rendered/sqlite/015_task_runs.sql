@@ -34,3 +34,20 @@
 --   or SKIPPED, the run is QUEUED, an attempt of the task holds a live lease, or the run has ended and another run
 --   of the pipeline is QUEUED or IN-PROGRESS; EC020 the run or the task run changed meanwhile
 -- @end mark_task_run
+
+-- @function judge_task_command
+-- @args run_id bigint, task_id bigint, command text
+-- @returns decision text, reason text, reopen bool, rerun bool, check_dependencies bool, attempt_id bigint
+-- @purpose Whether an operator's command may run one task of a run, and how: command TASK (etl-craft run
+--   --task_code T), FORCE (--task_code T --force) or RERUN (--rerun T). decision is QUEUE (queue an attempt: reopen
+--   the run first when reopen, pass rerun to queue_attempt when the task already succeeded, and check the task's
+--   dependencies with ready_tasks first when check_dependencies, the task having no task run yet), CLAIM (the task's
+--   attempt attempt_id is queued already, after a stop, and waits for a supervisor) or REFUSE with the reason: the run
+--   is QUEUED; the task is running; RERUN of a task that did not fail or was not cancelled; a task that already
+--   succeeded without FORCE; an ended run without FORCE or RERUN; FORCE onto a CANCELLED run (a cancelled run is not
+--   reopened by force: start a new run). Reads only: the caller acts on the decision in its own transaction.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC023 command is not TASK,
+--   FORCE or RERUN
+-- @end judge_task_command
