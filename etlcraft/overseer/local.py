@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as
-from etlcraft.core.enums import TASK_RUN_TERMINAL, ActorKind
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.stops import holding_stops
@@ -251,15 +251,14 @@ class RunLoop:
         task process runs on) may yet record its outcome, or its lease expires: wait a heartbeat, reconcile, and
         queue again what was lost, rather than finalizing under it."""
         with self.db.read() as conn:
-            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
-        foreign = [r for r in rows if r["attempt_status"] in ("CLAIMED", "RUNNING")
-                   and r["owner_id"] != self.settings.owner_id]
+            foreign = fetch_all(self.db, conn, "run_foreign_live_attempts", run_id=self.run_id,
+                                owner_id=self.settings.owner_id)
         if not foreign:
             return False
         for row in foreign:
             if row["attempt_id"] not in self.waited_on:
                 self.waited_on.add(row["attempt_id"])
-                self.on_event(f"{row['task_code']}: waiting for attempt {row['attempt_id']}, {row['attempt_status']} "
+                self.on_event(f"{row['task_code']}: waiting for attempt {row['attempt_id']}, {row['status']} "
                               f"by {row['owner_id']}, to end or its lease to expire")
         time.sleep(self.settings.heartbeat_seconds)  # no child of ours to wait on: SIGTERM still interrupts this
         self.reconcile()
@@ -363,8 +362,7 @@ class RunLoop:
 
     def _unsettled(self) -> list[str]:
         with self.db.read() as conn:
-            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
-        return [str(r["task_code"]) for r in rows if r["status"] not in TASK_RUN_TERMINAL]
+            return [str(r["task_code"]) for r in fetch_all(self.db, conn, "run_unsettled_tasks", run_id=self.run_id)]
 
     def _release(self) -> None:
         """Give the run up without ending it, so the next etl-craft run resumes it at once (not after the lease)."""

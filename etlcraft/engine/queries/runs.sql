@@ -37,6 +37,27 @@ SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, tr.TASK_RUN_ID, tr.STATUS, tr.ATTEMPT_
  WHERE r.PIPELINE_RUN_ID = :run_id
  ORDER BY t.TASK_CODE;
 
+-- name: run_unsettled_tasks :many
+-- The active tasks of the run's pipeline without a settled task run (none, or one not SUCCESS, FAILED, SKIPPED or
+-- CANCELLED): finalize_run refuses while any is left, unless the run is being cancelled.
+SELECT t.TASK_ID, t.TASK_CODE, tr.STATUS
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_TASKS} t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
+  LEFT JOIN {AUD_TASK_RUN_LOG} tr ON tr.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND tr.TASK_ID = t.TASK_ID
+ WHERE r.PIPELINE_RUN_ID = :run_id
+   AND (tr.STATUS IS NULL OR tr.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED'))
+ ORDER BY t.TASK_CODE;
+
+-- name: run_foreign_live_attempts :many
+-- The run's CLAIMED or RUNNING attempts leased to an owner other than :owner_id: a supervisor that died or let the
+-- run go while its task process runs on. They may yet record their outcome, or their lease expires.
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, t.TASK_CODE
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+  JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
+ WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS IN ('CLAIMED', 'RUNNING') AND a.OWNER_ID <> :owner_id
+ ORDER BY a.ATTEMPT_ID;
+
 -- name: run_history :many
 SELECT r.PIPELINE_RUN_ID, r.RUN_KEY, r.TRIGGER_KIND, r.RUN_DATE, r.STATUS, r.START_DATE, r.END_DATE,
        r.STARTED_BY, r.ENDED_BY, r.OUTPUT_REVISION, r.SLA_STATUS,
