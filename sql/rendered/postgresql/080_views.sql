@@ -10,7 +10,7 @@ DECLARE
      WHERE a.attrelid = to_regclass('etl_craft.aud_v_runs') AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum);
 BEGIN
-  IF cardinality(v_found) > 0 AND v_found <> ARRAY[
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
       'pipeline_run_id bigint',
       'project_code character varying(128)',
       'pipeline_id bigint',
@@ -37,7 +37,7 @@ BEGIN
       'ended_by_kind character varying(16)',
       'reason text',
       'message text'
-    ]::text[] THEN
+    ]::text[])[1:cardinality(v_found)] THEN
     DROP VIEW etl_craft.AUD_V_RUNS;
   END IF;
 END
@@ -101,7 +101,7 @@ DECLARE
      WHERE a.attrelid = to_regclass('etl_craft.aud_v_task_runs') AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum);
 BEGIN
-  IF cardinality(v_found) > 0 AND v_found <> ARRAY[
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
       'task_run_id bigint',
       'pipeline_run_id bigint',
       'project_code character varying(128)',
@@ -125,7 +125,7 @@ BEGIN
       'target_count bigint',
       'error_message text',
       'message text'
-    ]::text[] THEN
+    ]::text[])[1:cardinality(v_found)] THEN
     DROP VIEW etl_craft.AUD_V_TASK_RUNS;
   END IF;
 END
@@ -177,7 +177,7 @@ DECLARE
      WHERE a.attrelid = to_regclass('etl_craft.aud_v_attempts') AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum);
 BEGIN
-  IF cardinality(v_found) > 0 AND v_found <> ARRAY[
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
       'attempt_id bigint',
       'task_run_id bigint',
       'pipeline_run_id bigint',
@@ -201,7 +201,7 @@ BEGIN
       'retryable character varying(1)',
       'error_message text',
       'log_path character varying(1024)'
-    ]::text[] THEN
+    ]::text[])[1:cardinality(v_found)] THEN
     DROP VIEW etl_craft.AUD_V_ATTEMPTS;
   END IF;
 END
@@ -249,7 +249,7 @@ DECLARE
      WHERE a.attrelid = to_regclass('etl_craft.aud_v_gate_decisions') AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum);
 BEGIN
-  IF cardinality(v_found) > 0 AND v_found <> ARRAY[
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
       'decision_id bigint',
       'pipeline_run_id bigint',
       'pipeline_code character varying(128)',
@@ -272,7 +272,7 @@ BEGIN
       'decided_at timestamp with time zone',
       'decided_by character varying(128)',
       'decided_by_kind character varying(16)'
-    ]::text[] THEN
+    ]::text[])[1:cardinality(v_found)] THEN
     DROP VIEW etl_craft.AUD_V_GATE_DECISIONS;
   END IF;
 END
@@ -328,7 +328,7 @@ DECLARE
      WHERE a.attrelid = to_regclass('etl_craft.aud_v_operator_actions') AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum);
 BEGIN
-  IF cardinality(v_found) > 0 AND v_found <> ARRAY[
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
       'source_table character varying(64)',
       'source_id bigint',
       'action character varying(16)',
@@ -346,7 +346,7 @@ BEGIN
       'to_status character varying(16)',
       'rows_written bigint',
       'reason text'
-    ]::text[] THEN
+    ]::text[])[1:cardinality(v_found)] THEN
     DROP VIEW etl_craft.AUD_V_OPERATOR_ACTIONS;
   END IF;
 END
@@ -403,7 +403,7 @@ DECLARE
      WHERE a.attrelid = to_regclass('etl_craft.aud_v_pipeline_health') AND a.attnum > 0 AND NOT a.attisdropped
      ORDER BY a.attnum);
 BEGIN
-  IF cardinality(v_found) > 0 AND v_found <> ARRAY[
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
       'pipeline_id bigint',
       'project_code character varying(128)',
       'pipeline_code character varying(128)',
@@ -420,7 +420,7 @@ BEGIN
       'runs_in_progress bigint',
       'is_paused character varying(1)',
       'paused_since timestamp with time zone'
-    ]::text[] THEN
+    ]::text[])[1:cardinality(v_found)] THEN
     DROP VIEW etl_craft.AUD_V_PIPELINE_HEALTH;
   END IF;
 END

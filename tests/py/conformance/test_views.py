@@ -212,24 +212,29 @@ def test_migrate_creates_a_missing_view_again__and_then_changes_nothing(engine_d
 
 
 @pytest.mark.postgres
-def test_reapplied_views_keep_their_identity_and_grants_while_their_columns_stay__a_changed_one_is_recreated(
-        pg_url: str) -> None:
-    """CREATE OR REPLACE keeps each view (the same pg_class row, so what was granted on it stays); a view whose
-    columns differ from the spec's is dropped and created with the spec's columns."""
+@pytest.mark.parametrize(("old_columns", "kept"), [
+    ("1::bigint AS PIPELINE_RUN_ID, 'p'::varchar(128) AS PROJECT_CODE", True),  # the spec adds columns at the end
+    ("1::int AS PIPELINE_RUN_ID", False),  # a column's type changes
+    ("'p'::varchar(128) AS PROJECT_CODE, 1::bigint AS PIPELINE_RUN_ID", False),  # columns move
+])
+def test_reapplied_views_keep_their_identity_and_grants_unless_a_column_changes__then_the_view_is_recreated(
+        pg_url: str, old_columns: str, kept: bool) -> None:
+    """CREATE OR REPLACE keeps each view (the same pg_class row, so what was granted on it stays) while its columns
+    are the first of the spec's; a view whose columns differ otherwise is dropped and created with the spec's."""
     db = EngineDB(pg_url)
     try:
         with acting_as(TEST_ACTOR):
             before = _view_oids(db)
             with db.write() as conn:
                 conn.execute(sa.text("DROP VIEW etl_craft.AUD_V_RUNS"))
-                conn.execute(sa.text("CREATE VIEW etl_craft.AUD_V_RUNS AS SELECT 1::int AS PIPELINE_RUN_ID"))
-            changed = _view_oids(db)["AUD_V_RUNS"]
+                conn.execute(sa.text(f"CREATE VIEW etl_craft.AUD_V_RUNS AS SELECT {old_columns}"))
+            old = _view_oids(db)["AUD_V_RUNS"]
             _forget_views(db)
             migrate(db)
         after = _view_oids(db)
         assert {name: oid for name, oid in after.items() if name != "AUD_V_RUNS"} == {
             name: oid for name, oid in before.items() if name != "AUD_V_RUNS"}
-        assert after["AUD_V_RUNS"] not in (changed, before["AUD_V_RUNS"])
+        assert (after["AUD_V_RUNS"] == old) is kept
         with db.read() as conn:
             columns = conn.execute(sa.text("SELECT * FROM etl_craft.AUD_V_RUNS WHERE 1 = 0")).keys()
             comment = conn.execute(sa.text("SELECT obj_description('etl_craft.aud_v_runs'::regclass)")).scalar()
