@@ -71,8 +71,8 @@ COMMENT ON COLUMN etl_craft.AUD_V_RUNS.PIPELINE_RUN_ID IS 'The run (AUD_PIPELINE
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.PROJECT_CODE IS 'The code of the pipeline''s project.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.PIPELINE_ID IS 'The pipeline (CFG_PIPELINES.PIPELINE_ID).';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.PIPELINE_CODE IS 'The pipeline''s code.';
-COMMENT ON COLUMN etl_craft.AUD_V_RUNS.RUN_KEY IS 'The run''s identity within its pipeline, for example manual:1 or schedule:2026-01-02T06:00.';
-COMMENT ON COLUMN etl_craft.AUD_V_RUNS.TRIGGER_KIND IS 'How the run came about - SCHEDULE, MANUAL, BACKFILL, ORCHESTRATOR or STAND_IN.';
+COMMENT ON COLUMN etl_craft.AUD_V_RUNS.RUN_KEY IS 'The run''s identity within its pipeline, for example backfill:2026-01-02, or manual: and a UUID for a manual run.';
+COMMENT ON COLUMN etl_craft.AUD_V_RUNS.TRIGGER_KIND IS 'How the run came about: SCHEDULE, MANUAL, BACKFILL, ORCHESTRATOR or STAND_IN.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.RUN_DATE IS 'The date the run runs as of (its logical date).';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.STATUS IS 'QUEUED, IN-PROGRESS, SUCCESS, FAILED, SKIPPED or CANCELLED.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.QUEUED_AT IS 'When the run was created.';
@@ -88,8 +88,8 @@ COMMENT ON COLUMN etl_craft.AUD_V_RUNS.TASK_RUNS_IN_PROGRESS IS 'Its task runs w
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.SLA_STATUS IS 'MET or BREACHED, judged once when the run ends against CFG_PIPELINES.SLA_MINUTES; NULL without an SLA or before the judgement.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.OUTPUT_REVISION IS 'How many times the run has published output; a repaired run publishes the next revision.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.STARTED_BY IS 'The actor who created the run.';
-COMMENT ON COLUMN etl_craft.AUD_V_RUNS.STARTED_BY_KIND IS 'Its kind - HUMAN, SCHEDULE, ORCHESTRATOR, WORKER or SYSTEM.';
-COMMENT ON COLUMN etl_craft.AUD_V_RUNS.ENDED_BY IS 'The actor who ended the run - etl-craft when it finalized it, an operator who cancelled or marked it; NULL while it has not ended.';
+COMMENT ON COLUMN etl_craft.AUD_V_RUNS.STARTED_BY_KIND IS 'Its kind: HUMAN, SCHEDULE, ORCHESTRATOR, WORKER or SYSTEM.';
+COMMENT ON COLUMN etl_craft.AUD_V_RUNS.ENDED_BY IS 'The actor who ended the run: etl-craft when it finalized it, an operator who cancelled or marked it; NULL while it has not ended.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.ENDED_BY_KIND IS 'The kind of ENDED_BY.';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.REASON IS 'The reason given when the run was started (operator runs, backfills).';
 COMMENT ON COLUMN etl_craft.AUD_V_RUNS.MESSAGE IS 'A readable summary of the run''s outcome, with the reason given to cancel, mark or reopen it.';
@@ -154,7 +154,7 @@ COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.RUN_KEY IS 'The run''s key.';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.RUN_DATE IS 'The run''s logical date.';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.TASK_ID IS 'The task (CFG_TASKS.TASK_ID).';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.TASK_CODE IS 'The task''s code.';
-COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.HANDLER IS 'What runs the task - SQL, PYTHON, BUSINESS_RULES or EMAIL_ALERT.';
+COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.HANDLER IS 'What runs the task: SQL, PYTHON, BUSINESS_RULES or EMAIL_ALERT.';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.STATUS IS 'IN-PROGRESS, SUCCESS, FAILED, SKIPPED or CANCELLED, the summary of its latest attempt.';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.ATTEMPT_COUNT IS 'Attempts made so far, retries included; 0 for a task run skipped or marked without one.';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.FIRST_STARTED_AT IS 'When the process of its first attempt started: the earliest STARTED_AT of its attempts (not when the latest attempt was queued). NULL when no attempt has started.';
@@ -225,7 +225,7 @@ COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.PIPELINE_CODE IS 'The run''s pipeline
 COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.RUN_KEY IS 'The run''s key.';
 COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.TASK_CODE IS 'The task''s code.';
 COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.ATTEMPT_NUMBER IS '1, 2, ... within the task run.';
-COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.RETRY_NUMBER IS 'Which retry of its task run the attempt is - 0 for the first attempt, one more than the attempt it retries; an attempt queued again after a stop keeps the number of the one it replaces.';
+COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.RETRY_NUMBER IS 'Which retry of its task run the attempt is: 0 for the first attempt, one more than the attempt it retries; an attempt queued again after a stop keeps the number of the one it replaces.';
 COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.STATUS IS 'QUEUED, CLAIMED, RUNNING, SUCCESS, FAILED, TIMED_OUT, CANCELLED or LOST.';
 COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.POOL IS 'The pool the attempt was queued in.';
 COMMENT ON COLUMN etl_craft.AUD_V_ATTEMPTS.SLOT_KIND IS 'ingestion (Python tasks) or warehouse.';
@@ -308,7 +308,7 @@ COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.ATTEMPT_ID IS 'The downstream a
 COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.DEPENDENCY_KIND IS 'PIPELINE for a pipeline dependency (CFG_PIPELINE_DEPENDENCY), TASK for a task dependency (CFG_TASK_DEPENDENCY).';
 COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.PIPELINE_DEPENDENCY_ID IS 'The pipeline dependency judged; NULL for a task dependency.';
 COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.TASK_DEPENDENCY_ID IS 'The task dependency judged; NULL for a pipeline dependency.';
-COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.DEPENDENCY_TYPE IS 'When the dependency is met - SUCCESS, FAILURE, HAS_DATA or ALWAYS.';
+COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.DEPENDENCY_TYPE IS 'When the dependency is met: SUCCESS, FAILURE, HAS_DATA or ALWAYS.';
 COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.UPSTREAM_PIPELINE_CODE IS 'The upstream pipeline (of the upstream task, for a task dependency).';
 COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.UPSTREAM_TASK_CODE IS 'The upstream task, for a task dependency; NULL for a pipeline dependency.';
 COMMENT ON COLUMN etl_craft.AUD_V_GATE_DECISIONS.RESULT IS 'SATISFIED, UNSATISFIED, or BYPASSED (not judged, on an operator''s request).';
@@ -377,13 +377,13 @@ SELECT CAST('AUD_PIPELINE_PAUSES' AS VARCHAR(64)), s.PAUSE_ID, CAST('RESUME' AS 
   FROM etl_craft.AUD_PIPELINE_PAUSES s
   JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = s.PIPELINE_ID
  WHERE s.RESUMED_AT IS NOT NULL;
-COMMENT ON VIEW etl_craft.AUD_V_OPERATOR_ACTIONS IS 'One row per operator action on runs and pipelines: each intervention on a run, a task run or an attempt (MARK, CANCEL, REOPEN, RERUN, SKIP, FORCE), each pause and each resume of a pipeline - who, when, on what, from which status to which, and why.';
-COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.SOURCE_TABLE IS 'Where the action is recorded - AUD_RUN_INTERVENTIONS or AUD_PIPELINE_PAUSES.';
-COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.SOURCE_ID IS 'Its row there - INTERVENTION_ID, or PAUSE_ID (a pause and its resume share one row, so SOURCE_TABLE, SOURCE_ID and ACTION identify an action).';
+COMMENT ON VIEW etl_craft.AUD_V_OPERATOR_ACTIONS IS 'One row per operator action on runs and pipelines: each intervention on a run, a task run or an attempt (MARK, CANCEL, REOPEN, RERUN, SKIP, FORCE), each pause and each resume of a pipeline: who, when, on what, from which status to which, and why.';
+COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.SOURCE_TABLE IS 'Where the action is recorded: AUD_RUN_INTERVENTIONS or AUD_PIPELINE_PAUSES.';
+COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.SOURCE_ID IS 'Its row there: INTERVENTION_ID, or PAUSE_ID (a pause and its resume share one row, so SOURCE_TABLE, SOURCE_ID and ACTION identify an action).';
 COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.ACTION IS 'MARK, CANCEL, REOPEN, RERUN, SKIP, FORCE, PAUSE or RESUME.';
 COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.ACTED_AT IS 'When.';
 COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.ACTOR IS 'Who.';
-COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.ACTOR_KIND IS 'The kind of ACTOR - HUMAN, SCHEDULE, ORCHESTRATOR, WORKER or SYSTEM.';
+COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.ACTOR_KIND IS 'The kind of ACTOR: HUMAN, SCHEDULE, ORCHESTRATOR, WORKER or SYSTEM.';
 COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.PIPELINE_ID IS 'The pipeline acted on (the run''s, for an intervention).';
 COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.PIPELINE_CODE IS 'Its code.';
 COMMENT ON COLUMN etl_craft.AUD_V_OPERATOR_ACTIONS.PIPELINE_RUN_ID IS 'The run acted on; NULL for a pause or a resume.';
@@ -459,11 +459,11 @@ COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.PIPELINE_ID IS 'The pipeline (
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.PROJECT_CODE IS 'The code of its project.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.PIPELINE_CODE IS 'The pipeline''s code.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.ACTIVE_FLAG IS 'Y while the pipeline is in use, N once switched off.';
-COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.LAST_RUN_ID IS 'Its last run - the one created last (latest QUEUED_AT, then the highest id), whatever its status; NULL when it has never run.';
+COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.LAST_RUN_ID IS 'Its last run: the one created last (latest QUEUED_AT, then the highest id), whatever its status; NULL when it has never run.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.LAST_RUN_KEY IS 'The last run''s key.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.LAST_RUN_STATUS IS 'The last run''s status.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.LAST_RUN_ENDED_AT IS 'When the last run ended; NULL while it is QUEUED or IN-PROGRESS.';
-COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.RUNS_ENDED_30D IS 'Its runs that ended SUCCESS, FAILED or CANCELLED in the last 30 days - ENDED_AT at or after the Engine DB''s clock (etl_craft.clock_now() on PostgreSQL, etl_craft_now() on SQLite) minus 30 x 24 hours. SKIPPED runs did no work and are left out.';
+COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.RUNS_ENDED_30D IS 'Its runs that ended SUCCESS, FAILED or CANCELLED in the last 30 days: ENDED_AT at or after the Engine DB''s clock (etl_craft.clock_now() on PostgreSQL, etl_craft_now() on SQLite) minus 30 x 24 hours. SKIPPED runs did no work and are left out.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.RUNS_SUCCEEDED_30D IS 'Those that ended SUCCESS.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.SUCCESS_RATE_30D IS 'RUNS_SUCCEEDED_30D / RUNS_ENDED_30D, from 0 to 1, to 4 decimals; NULL when none ended.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.AVG_DURATION_SECONDS_30D IS 'The average seconds from start to end of the runs counted in RUNS_ENDED_30D that started, to the millisecond; NULL when there are none.';

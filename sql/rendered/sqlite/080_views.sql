@@ -96,7 +96,7 @@ SELECT d.DECISION_ID, d.PIPELINE_RUN_ID, p.PIPELINE_CODE, r.RUN_KEY, d.TASK_RUN_
 DROP VIEW IF EXISTS AUD_V_OPERATOR_ACTIONS;
 CREATE VIEW AUD_V_OPERATOR_ACTIONS AS
 -- One row per operator action on runs and pipelines: each intervention on a run, a task run or an attempt (MARK,
--- CANCEL, REOPEN, RERUN, SKIP, FORCE), each pause and each resume of a pipeline - who, when, on what, from which
+-- CANCEL, REOPEN, RERUN, SKIP, FORCE), each pause and each resume of a pipeline: who, when, on what, from which
 -- status to which, and why.
 SELECT CAST('AUD_RUN_INTERVENTIONS' AS VARCHAR(64)) AS SOURCE_TABLE, i.INTERVENTION_ID AS SOURCE_ID,
        i.INTERVENTION AS ACTION, i.REQUESTED_AT AS ACTED_AT, i.REQUESTED_BY AS ACTOR,
