@@ -6,8 +6,10 @@ stay, and re-creates one that is missing."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,10 @@ from etlcraft.engine.migrations import migrate
 from etlcraft.engine.views import views_spec
 from tests.py.conftest import TEST_ACTOR
 from tests.py.support.views import T0, History, at, read_all, read_view, write_history
+
+ROOT = Path(__file__).resolve().parents[3]
+#: The pages whose SQL examples read the views.
+DOCUMENTED = ("docs/guides/sql-api.md", "docs/reference/views.md")
 
 
 @pytest.fixture
@@ -154,6 +160,22 @@ def test_pipeline_health__follows_the_engine_clock(history: History, days: int, 
     [orders, _] = read_view(history.db, "AUD_V_PIPELINE_HEALTH")
     assert (orders["RUNS_ENDED_30D"], orders["SUCCESS_RATE_30D"], orders["AVG_DURATION_SECONDS_30D"],
             orders["LAST_RUN_KEY"]) == (ended, rate, average, "manual:cancel")
+
+
+def test_the_documented_queries_of_the_views_run_and_answer(history: History) -> None:
+    """Each ```sql example of the guides and the reference that reads an AUD_V_ view runs as written (on SQLite
+    without the schema), and the health dashboard answers one row per active pipeline."""
+    queries = [block for page in DOCUMENTED
+               for block in re.findall(r"^```sql\n(.*?)^```", (ROOT / page).read_text(encoding="utf-8"), re.S | re.M)
+               if "aud_v_" in block]
+    assert len(queries) >= 3
+    answers = {}
+    with history.db.read() as conn:
+        for query in queries:
+            sql = query if history.db.is_postgres else query.replace("etl_craft.", "")
+            answers[query] = conn.execute(sa.text(sql.strip().rstrip(";"))).all()
+    [dashboard] = [q for q in queries if "aud_v_pipeline_health\n WHERE active_flag = 'Y'\n ORDER BY" in q]
+    assert [row[0] for row in answers[dashboard]] == ["orders", "reports"]
 
 
 @pytest.fixture
