@@ -85,7 +85,7 @@ def engine_migrations(dialect: str, schema: str) -> list[Migration]:
 
 
 def repeatable_objects(dialect: str, schema: str, tables: Sequence[object]) -> list[Migration]:
-    """The functions and triggers of sql/functions, rendered against the live catalog."""
+    """The functions, triggers and views of sql/functions, rendered against the live catalog."""
     found = []
     for path in sorted((sql_dir() / "functions").glob("*.sql.j2")):
         match = _REPEATABLE.match(path.name)
