@@ -36,6 +36,15 @@ def table_exists(db: EngineDB, conn: sa.Connection, name: str) -> bool:
     return found.scalar() is not None
 
 
+def view_names(db: EngineDB, conn: sa.Connection) -> set[str]:
+    """The names of the Engine DB's views, upper case."""
+    if db.is_postgres:
+        found = conn.execute(sa.text("SELECT viewname FROM pg_views WHERE schemaname = :schema"), {"schema": db.schema})
+    else:
+        found = conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type = 'view'"))
+    return {name.upper() for name in found.scalars()}
+
+
 def _sqlite_tables(conn: sa.Connection) -> list[TableInfo]:
     names = conn.execute(sa.text("SELECT name FROM sqlite_master WHERE type = 'table'")).scalars().all()
     tables = []

@@ -2,7 +2,8 @@
 
 Everything one call applies happens in one transaction under the migration lock (a transaction-level advisory
 lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): versioned migrations that are pending, then the repeatable
-objects (functions and triggers) whose rendered text changed, then the project's pending metadata migrations.
+objects (functions, triggers and views) whose rendered text changed, or that create a view the Engine DB
+lacks, then the project's pending metadata migrations.
 An applied migration whose file changed is refused: migrations are immutable once applied.
 """
 
@@ -23,7 +24,7 @@ from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import MigrationError
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
 from etlcraft.engine.actions import record_action
-from etlcraft.engine.catalog import owned_tables, table_exists
+from etlcraft.engine.catalog import owned_tables, table_exists, view_names
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.render import render
 from etlcraft.paths import sql_dir
@@ -33,6 +34,7 @@ PROJECT = "PROJECT"
 _VERSIONED = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\.j2$")
 _REPEATABLE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql\.j2$")
 _PROJECT_FILE = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
+_CREATE_VIEW = re.compile(r"^CREATE (?:OR REPLACE )?VIEW (?:\w+\.)?(\w+)", re.MULTILINE)
 #: pg_advisory_xact_lock key of the migration lock: the first 8 bytes of sha256("etl-craft:migrate").
 MIGRATE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"etl-craft:migrate").digest()[:8], "big", signed=True)
 
@@ -49,6 +51,11 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+    @property
+    def views(self) -> frozenset[str]:
+        """The views the rendered SQL creates, upper case."""
+        return frozenset(name.upper() for name in _CREATE_VIEW.findall(self.sql))
 
 
 @dataclass
@@ -78,7 +85,7 @@ def engine_migrations(dialect: str, schema: str) -> list[Migration]:
 
 
 def repeatable_objects(dialect: str, schema: str, tables: Sequence[object]) -> list[Migration]:
-    """The functions and triggers of sql/functions, rendered against the live catalog."""
+    """The functions, triggers and views of sql/functions, rendered against the live catalog."""
     found = []
     for path in sorted((sql_dir() / "functions").glob("*.sql.j2")):
         match = _REPEATABLE.match(path.name)
@@ -133,8 +140,10 @@ def migrate(
                 db.execute_script(conn, migration.sql)
                 report.applied.append(migration)
         tables = owned_tables(db, conn)
+        views = view_names(db, conn)
         for obj in repeatable_objects(db.dialect, db.schema, tables):
-            if ledger.get((ENGINE, obj.version)) != obj.checksum:
+            # A view a versioned migration dropped (to change a column the view reads) is created again here.
+            if ledger.get((ENGINE, obj.version)) != obj.checksum or not obj.views <= views:
                 db.execute_script(conn, obj.sql)
                 report.refreshed.append(obj)
         for migration in pending_project:

@@ -11,6 +11,7 @@ import jinja2
 from etlcraft.core import parameters
 from etlcraft.core.errors import error_specs
 from etlcraft.core.states import state_machine
+from etlcraft.engine.views import views_spec
 from etlcraft.paths import sql_dir
 
 
@@ -63,6 +64,7 @@ def environment() -> jinja2.Environment:
     env.filters["sql_literal"] = sql_literal
     env.globals["sql_literal"] = sql_literal
     env.globals["image"] = json_image
+    env.globals["views_spec"] = views_spec  # read when a template calls it: only 080_views does
     return env
 
 

@@ -1,5 +1,6 @@
 """Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers*.sql loaded (in
-name order), then pg_prove over tests/sql/**/*.test.sql. The database is dropped afterwards, pass or fail."""
+name order) with the views' spec (sql/views.yaml) in their tables, then pg_prove over tests/sql/**/*.test.sql. The
+database is dropped afterwards, pass or fail."""
 
 from __future__ import annotations
 
@@ -19,6 +20,17 @@ from etlcraft.core.actor import Actor, acting_as  # noqa: E402
 from etlcraft.core.enums import ActorKind  # noqa: E402
 from etlcraft.engine.db import EngineDB  # noqa: E402
 from etlcraft.engine.migrations import migrate  # noqa: E402
+from etlcraft.engine.views import views_spec  # noqa: E402
+
+
+def load_view_spec(conn: psycopg.Connection) -> None:
+    """sql/views.yaml into etl_test.spec_views and etl_test.spec_view_columns (helpers_views.sql), for
+    tests/sql/schema/views.test.sql."""
+    for view in views_spec().views:
+        conn.execute("INSERT INTO etl_test.spec_views VALUES (%s, %s)", (view.name.lower(), view.description))
+        for number, column in enumerate(view.columns, start=1):
+            conn.execute("INSERT INTO etl_test.spec_view_columns VALUES (%s, %s, %s, %s, %s)",
+                         (view.name.lower(), number, column.name.lower(), column.pg_type, column.description))
 
 
 def main() -> int:
@@ -37,6 +49,7 @@ def main() -> int:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap")
             for helpers in sorted(HERE.glob("helpers*.sql")):  # helpers.sql, then one file per function area
                 conn.execute(helpers.read_text(encoding="utf-8"))
+            load_view_spec(conn)
         files = sorted(str(p.relative_to(HERE)) for p in HERE.rglob("*.test.sql"))
         if not files:
             print("tests/sql has no *.test.sql files", file=sys.stderr)

@@ -1,7 +1,7 @@
 -- docs/guides/sql-api.sql, exactly as the guide shows it, takes the example pipeline from create_run to
 -- finalize_run with plain function calls.
 BEGIN;
-SELECT plan(6);
+SELECT plan(7);
 SELECT etl_test.serialize();
 SELECT etl_test.act('migration@example');
 
@@ -35,5 +35,11 @@ SELECT is_empty($$ SELECT * FROM etl_craft.ready_tasks(p_run_id => (SELECT pipel
                     FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:sql-api-guide')) $$,
                 'nothing is left to run in the ended run');
 SELECT is((SELECT sum(rows_written)::int FROM etl_craft.aud_task_run_log), 8, 'rows written are recorded per task run');
+SELECT results_eq(
+  $$ SELECT pipeline_code::text, status::text, task_runs, task_runs_succeeded, task_runs_failed, started_by::text,
+            ended_by::text
+       FROM etl_craft.aud_v_runs WHERE run_key = 'manual:sql-api-guide' $$,
+  $$ VALUES ('customer_orders', 'SUCCESS', 3::bigint, 3::bigint, 0::bigint, 'dba:alice', 'dba:alice') $$,
+  'AUD_V_RUNS shows the run as the guide says: SUCCESS, three task runs that all succeeded, by dba:alice');
 SELECT * FROM finish();
 ROLLBACK;
