@@ -668,7 +668,7 @@ BEGIN
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
   END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
-     SET STATUS = 'CANCELLED', END_DATE = v_now,
+     SET STATUS = 'CANCELLED', END_DATE = v_now, ERROR_MESSAGE = NULL,
          MESSAGE = 'cancelled: ' || COALESCE(p_reason, 'no reason given')
    WHERE TASK_RUN_ID = v_task_run_id AND v_status = 'CANCELLED';
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
@@ -749,6 +749,7 @@ BEGIN
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = CASE WHEN v_requeue = 1 THEN 'IN-PROGRESS' ELSE 'CANCELLED' END,
          END_DATE = CASE WHEN v_requeue = 1 THEN NULL ELSE v_now END,
+         ERROR_MESSAGE = CASE WHEN v_requeue = 1 THEN ERROR_MESSAGE END,
          ATTEMPT_COUNT = ATTEMPT_COUNT + v_requeue,
          MESSAGE = 'interrupted: ' || COALESCE(p_reason, 'its supervisor was told to stop')
                    || CASE WHEN v_requeue = 1 THEN '; queued to run again' ELSE '' END

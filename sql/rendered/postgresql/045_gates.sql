@@ -417,12 +417,13 @@ BEGIN
   SELECT w.LOOKS, COALESCE(w.WAIT_UNTIL, v_wait_until) INTO v_looks, v_wait_until
     FROM (SELECT 1 AS one) x LEFT JOIN etl_craft.AUD_GATE_WAITS w
       ON w.PIPELINE_RUN_ID = p_run_id AND COALESCE(w.TASK_ID, 0) = COALESCE(p_task_id, 0) AND w.ENDED_AT IS NULL;
-  INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT, START_DATE)
-  SELECT p_run_id, p_task_id, 'IN-PROGRESS', 0, v_now
+  -- START_DATE is the task run's first start (start_attempt sets it), not when an attempt was queued.
+  INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT)
+  SELECT p_run_id, p_task_id, 'IN-PROGRESS', 0
    WHERE v_unmet = 0 AND v_existing_task_run_id IS NULL;
   -- Compare-and-set on the status read above: a new task run is IN-PROGRESS with no attempt yet.
   UPDATE etl_craft.AUD_TASK_RUN_LOG
-     SET STATUS = 'IN-PROGRESS', ATTEMPT_COUNT = ATTEMPT_COUNT + 1, START_DATE = v_now, END_DATE = NULL
+     SET STATUS = 'IN-PROGRESS', ATTEMPT_COUNT = ATTEMPT_COUNT + 1, END_DATE = NULL
    WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id AND v_unmet = 0
      AND STATUS = COALESCE(v_task_run_status, 'IN-PROGRESS')
   RETURNING TASK_RUN_ID, ATTEMPT_COUNT INTO v_queued_task_run_id, v_attempt_number;

@@ -258,3 +258,40 @@ def test_requeue_lost__nothing_in_a_run_being_cancelled(att: Attempts) -> None:
     call(att.db, "cancel_run", run_id=first.run_id, reason="enough")
     assert call(att.db, "requeue_lost", run_id=first.run_id) == []
 
+
+
+# -- the task-run summary ----------------------------------------------------------------------------------------
+
+
+def test_a_task_runs_start_is_its_first_start__not_when_an_attempt_was_queued(att: Attempts) -> None:
+    run = att.run()
+    att.db.clock.pin(later(5))
+    queued = call(att.db, "queue_attempt", run_id=run, task_id=att.task_id())[0]
+    assert att.task_run(queued.task_run_id)["START_DATE"] is None, "queued is not started"
+    policy(att, RETRIES="1", RETRY_DELAY_SECONDS="0")
+    [first] = claim(att, later(10))
+    att.db.clock.pin(later(12))
+    start(att, first)
+    fail(att, first)
+    [retry] = claim(att, later(30))
+    att.db.clock.pin(later(31))
+    start(att, retry)
+    assert as_utc(att.task_run(queued.task_run_id)["START_DATE"]) == later(12)
+
+
+def test_a_cancelled_task_run_does_not_keep_an_earlier_attempts_error(att: Attempts) -> None:
+    first = att.running()
+    policy(att, RETRIES="1", RETRY_DELAY_SECONDS="600")
+    fail(att, first.attempt_id)
+    assert att.task_run(first.task_run_id)["ERROR_MESSAGE"] == "boom", "waiting for its retry, it shows the error"
+    retry = att.project.scalar("SELECT ATTEMPT_ID FROM {AUD_TASK_ATTEMPTS} WHERE STATUS = 'QUEUED'")
+    call(att.db, "cancel_attempt", attempt_id=retry, reason="not today")
+    summary = att.task_run(first.task_run_id)
+    assert (summary["STATUS"], summary["ERROR_MESSAGE"], summary["MESSAGE"]) == (
+        "CANCELLED", None, "cancelled: not today")
+    assert att.attempt(first.attempt_id)["ERROR_MESSAGE"] == "boom", "the error stays on its attempt"
+    ingest = att.running("ingest")
+    policy(att, "ingest", RETRIES="1", RETRY_DELAY_SECONDS="600")
+    fail(att, ingest.attempt_id)
+    call(att.db, "cancel_run", run_id=ingest.run_id, reason="enough")
+    assert att.task_run(ingest.task_run_id)["ERROR_MESSAGE"] is None
