@@ -158,6 +158,47 @@ def test_ended_attempts_are_final_and_attempts_are_never_deleted(engine_db: Engi
             conn.execute(sa.text(f"DELETE FROM {table}"))
 
 
+
+@pytest.mark.parametrize("how", ["INSERT OR REPLACE", "REPLACE"])
+def test_sqlite_replace_cannot_get_past_the_final_attempt_and_append_only_guards(engine_db: EngineDB, how: str) -> None:
+    """SQLite resolves REPLACE by deleting the row in the way without firing its DELETE triggers: an insert over a
+    taken key (the primary key or a unique index) is refused first, naming the row, and nothing changes. PostgreSQL
+    has no REPLACE (a taken key is a unique violation there)."""
+    if engine_db.is_postgres:
+        pytest.skip("REPLACE is SQLite's")
+    ids = _seed_run(engine_db)
+    _seed_gate_rows(engine_db)
+    attempt = state_machine().entity("ATTEMPT")
+    attempts = engine_db.qualify("AUD_TASK_ATTEMPTS")
+    with engine_db.write() as conn:
+        conn.execute(sa.text(f"UPDATE {attempts} SET STATUS = 'CLAIMED', OWNER_ID = 'w1' WHERE ATTEMPT_ID = :id"),
+                     {"id": ids["attempt"]})
+        rows.set_status(engine_db, conn, attempt, ids["attempt"], "RUNNING")
+        rows.set_status(engine_db, conn, attempt, ids["attempt"], "SUCCESS")
+        before = {t: conn.execute(sa.text(f"SELECT * FROM {t} ORDER BY 1")).all()
+                  for t in ("AUD_TASK_ATTEMPTS", "AUD_DEPENDENCY_CONSUMPTION", "AUD_GATE_DECISIONS")}
+        task_run = conn.execute(sa.text(f"SELECT TASK_RUN_ID FROM {attempts}")).scalar()
+    columns = "TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND"
+    values = f"{task_run}, 1, 'QUEUED', '2026-01-01 00:00:00.000000+00:00', 'x', 'HUMAN'"
+    refused = {
+        f"{how} INTO AUD_TASK_ATTEMPTS (ATTEMPT_ID, {columns}) VALUES ({ids['attempt']}, {values})":
+            f"the row ATTEMPT_ID={ids['attempt']} exists",
+        f"{how} INTO AUD_TASK_ATTEMPTS ({columns}) VALUES ({values})":
+            f"the row TASK_RUN_ID={task_run}, ATTEMPT_NUMBER=1 exists",
+        f"{how} INTO AUD_GATE_DECISIONS (DECISION_ID, PIPELINE_RUN_ID, RESULT, REASON, DECIDED_AT, DECIDED_BY,"
+        " DECIDED_BY_KIND, PIPELINE_DEPENDENCY_ID) VALUES (1, 2, 'SATISFIED', 'x', '2026-01-01', 'x', 'HUMAN', 1)":
+            "the row DECISION_ID=1 exists",
+        f"{how} INTO AUD_DEPENDENCY_CONSUMPTION (PIPELINE_RUN_ID, PIPELINE_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID,"
+        " CONSUMED_REVISION, CONSUMED_AT) VALUES (2, 1, 1, 1, '2026-01-01')":
+            "the row PIPELINE_RUN_ID=2 consuming run 1 revision 1 exists",
+    }
+    for sql, row in refused.items():
+        with pytest.raises(AppendOnlyError, match=f"INSERT into .* refused: {row}"), engine_db.write() as conn:
+            conn.execute(sa.text(sql))
+    with engine_db.read() as conn:
+        after = {t: conn.execute(sa.text(f"SELECT * FROM {t} ORDER BY 1")).all() for t in before}
+    assert after == before, "nothing was replaced"
+
 def test_metadata_changes_are_recorded_with_images_actor_and_migration(engine_db: EngineDB) -> None:
     ids = _seed_run(engine_db)
     tasks, changes = engine_db.qualify("CFG_TASKS"), engine_db.qualify("AUD_METADATA_CHANGES")
