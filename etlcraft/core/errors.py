@@ -51,6 +51,11 @@ class EngineDbError(EtlCraftError):
     kind = "ENGINE_DB"
 
 
+class EngineUnreachableError(EngineDbError):
+    """The Engine DB could not be reached, or dropped the connection (a restart, a network cut): nothing of the
+    statement was kept, and the same call may succeed once the server is back (etlcraft.engine.outage)."""
+
+
 class MigrationError(EtlCraftError):
     kind = "MIGRATION"
 

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from etlcraft.core.actor import Actor, current_actor
-from etlcraft.core.errors import EngineDbError, EtlCraftError, class_for_code
+from etlcraft.core.errors import EngineDbError, EngineUnreachableError, EtlCraftError, class_for_code
 from etlcraft.core.stops import holding_stops
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ class EngineDB:
         if cls is not None:
             return cls(message)
         if (isinstance(exc, DBAPIError) and exc.connection_invalidated) or _is_connect_error(orig):
-            return EngineDbError(
+            return EngineUnreachableError(
                 f"cannot reach the Engine DB at {self.display_url}: {message.strip()}; check Engine in "
                 "craft-connector.yml (or --engine-url) and that the server is running"
             )
@@ -338,8 +338,9 @@ def _psycopg_errors(name: str) -> tuple[type[BaseException], ...]:
 
 
 def _is_connect_error(orig: BaseException) -> bool:
-    """A failure to reach the database at all (no SQLSTATE, or class 08: connection exception)."""
+    """A failure to reach the database at all, or a connection the server dropped: no SQLSTATE, class 08
+    (connection exception), or the server shutting down, starting up or restarting (57P01 to 57P03)."""
     if isinstance(orig, _psycopg_errors("OperationalError")):
         sqlstate = cast("psycopg.OperationalError", orig).sqlstate
-        return sqlstate is None or sqlstate.startswith("08")
+        return sqlstate is None or sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")
     return isinstance(orig, sqlite3.OperationalError) and "unable to open" in str(orig)

@@ -20,11 +20,12 @@ from types import FrameType
 
 from etlcraft.core.actor import SYSTEM, Actor, acting_as
 from etlcraft.core.enums import ActorKind
-from etlcraft.core.errors import EtlCraftError, StaleTransitionError
+from etlcraft.core.errors import EngineUnreachableError, EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
+from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
@@ -153,31 +154,72 @@ class RunLoop:
         return self.outcome
 
     def _loop(self, heartbeat: Heartbeat) -> None:
+        outage: float | None = None  # when the Engine DB became unreachable, while it stays so
         while True:
-            if heartbeat.lost:
-                self.outcome.ended += self.supervisor.stop_all(f"stopped: {heartbeat.lost}")
-                self.outcome.message = f"the run's lease was lost ({heartbeat.lost}); it was left to its new owner"
-                return
-            if self.supervisor.children and self._cancel_requested():
-                self._stop_cancelled()
-            started = self._dispatch()
-            if not self.supervisor.children:
-                if started:
-                    continue
-                if self._foreign_attempts_live():
-                    continue
-                if self._paused():  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
-                    return
-                if self._due_later():
-                    continue
-                break
-            for ended in self.supervisor.wait(timeout=self._until_due()):
-                fault_point("child_reaped")
-                self.outcome.ended.append(ended)
-                self.on_event(f"{ended.task_code}: {ended.status}")
-                self._say_retry(ended)
+            try:
+                if outage is not None:
+                    self._release_orphans()
+                    outage = None
+                if not self._step(heartbeat):
+                    break
+            except EngineUnreachableError as exc:
+                # B27: an outage shorter than the lease does not end the run. Every step re-reads what it needs,
+                # so the loop takes up where it was once the Engine DB answers again.
+                now = time.monotonic()
+                if outage is None:
+                    outage = now
+                    self.on_event(f"the Engine DB is unreachable ({exc}); trying again for up to "
+                                  f"{self.settings.lease_seconds} s, the lease")
+                if now - outage >= self.settings.lease_seconds:
+                    raise
+                time.sleep(min(2.0, self.settings.heartbeat_seconds))
+        if self.outcome.message:
+            return
         fault_point("before_finalize")
-        self._finalize()
+        ride_out(self._finalize, seconds=self.settings.lease_seconds)
+
+    def _step(self, heartbeat: Heartbeat) -> bool:
+        """One turn of the loop; False once the run has nothing left to do here (or was given up)."""
+        if heartbeat.lost:
+            self.outcome.ended += self.supervisor.stop_all(f"stopped: {heartbeat.lost}")
+            self.outcome.message = f"the run's lease was lost ({heartbeat.lost}); it was left to its new owner"
+            return False
+        if self.supervisor.children and self._cancel_requested():
+            self._stop_cancelled()
+        started = self._dispatch()
+        if not self.supervisor.children:
+            if started:
+                return True
+            if self._foreign_attempts_live():
+                return True
+            if self._paused():  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
+                return False
+            return self._due_later()
+        for ended in self.supervisor.wait(timeout=self._until_due()):
+            fault_point("child_reaped")
+            self.outcome.ended.append(ended)
+            self.on_event(f"{ended.task_code}: {ended.status}")
+            with contextlib.suppress(EngineUnreachableError):  # a message only: the Engine DB already decided
+                self._say_retry(ended)
+        return True
+
+    def _release_orphans(self) -> None:
+        """After an outage: an attempt this supervisor claimed whose answer was lost with the connection is CLAIMED
+        by it but has no process. Nothing runs it, so it is recorded LOST at once (the retry rule or requeue_lost
+        queues it again) instead of holding the run until its lease expires."""
+        with self.db.read() as conn:
+            claimed = fetch_all(self.db, conn, "run_own_claimed_attempts", run_id=self.run_id,
+                                owner_id=self.settings.owner_id)
+        for row in claimed:
+            if row["attempt_id"] in self.supervisor.children:
+                continue
+            with contextlib.suppress(StaleTransitionError):
+                call(self.db, "lose_attempt", attempt_id=row["attempt_id"], owner_id=self.settings.owner_id,
+                     message=f"attempt {row['attempt_id']} was claimed while the Engine DB connection broke and "
+                             "never started")
+                self.on_event(f"{row['task_code']}: attempt {row['attempt_id']} was claimed as the Engine DB "
+                              "connection broke and never started; it is queued again")
+        self.requeue_lost()
 
     def _dispatch(self) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""

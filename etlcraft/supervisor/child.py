@@ -27,6 +27,7 @@ from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, process_start
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
+from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
 
@@ -131,11 +132,11 @@ def run_attempt(request: ChildRequest) -> int:
     with acting_as(actor):
         try:
             fault_point("child_entered")
-            call(db, "start_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, host=host(),
-                 pid=os.getpid(), process_start=process_start(os.getpid()) or "unknown",
-                 lease_seconds=request.lease_seconds, log_path=request.log_path)
+            _write(db, request, "start_attempt", "RUNNING", host=host(), pid=os.getpid(),
+                   process_start=process_start(os.getpid()) or "unknown", lease_seconds=request.lease_seconds,
+                   log_path=request.log_path)
             fault_point("child_started")
-            context = _context(db, request)
+            context = ride_out(lambda: _context(db, request), seconds=request.lease_seconds)
             print(f"etl-craft: attempt {request.attempt_id} of task {context.task_code} "
                   f"(run {context.pipeline_run_id}) started", flush=True)
             result = _dispatch(context, db, request.owner_id)
@@ -200,12 +201,12 @@ def _record_success(db: EngineDB, request: ChildRequest, result: HandlerResult) 
         print(result.message, flush=True)
     sys.stdout.flush()
     try:
-        call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="SUCCESS",
-             exit_code=EXIT_SUCCESS, source_count=counts.source, insert_count=counts.insert,
-             update_count=counts.update, delete_count=counts.delete, duplicate_count=counts.duplicate,
-             rows_written=counts.rows_written, target_count=counts.target, task_log=_tail(request.log_path),
-             log_path=request.log_path, offset_value=offset.value if offset else None,
-             offset_type=offset.type if offset else None)
+        _write(db, request, "finish_attempt", "SUCCESS", status="SUCCESS",
+               exit_code=EXIT_SUCCESS, source_count=counts.source, insert_count=counts.insert,
+               update_count=counts.update, delete_count=counts.delete, duplicate_count=counts.duplicate,
+               rows_written=counts.rows_written, target_count=counts.target, task_log=_tail(request.log_path),
+               log_path=request.log_path, offset_value=offset.value if offset else None,
+               offset_type=offset.type if offset else None)
     except StaleTransitionError as stale:  # a zombie: its attempt was lost, timed out or stopped meanwhile (B8)
         print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
         return EXIT_NOT_RECORDED
@@ -225,13 +226,38 @@ def _record_failure(db: EngineDB, request: ChildRequest, exc: BaseException) -> 
     fields: dict[str, Any] = {"error_message": message[:4000], "task_log": _tail(request.log_path),
                               "log_path": request.log_path, "retryable": retryable}
     try:
-        call(db, "finish_attempt", attempt_id=request.attempt_id, owner_id=request.owner_id, status="FAILED",
-             exit_code=EXIT_FAILED, **fields)
+        _write(db, request, "finish_attempt", "FAILED", status="FAILED", exit_code=EXIT_FAILED, **fields)
     except StaleTransitionError as stale:
         print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
         return EXIT_NOT_RECORDED
     fault_point("outcome_recorded")
     return EXIT_FAILED
+
+
+def _write(db: EngineDB, request: ChildRequest, function: str, reached: str, **arguments: Any) -> None:
+    """Call start_attempt or finish_attempt for this attempt, riding out an Engine DB outage for as long as the
+    attempt's lease (B27): the attempt is still this process's until its lease expires and it is reconciled, so the
+    work it did while the database was away is recorded once it is back, never done again. When a try after a
+    failed one is refused as stale because the attempt already reads `reached` under this owner, the failed try
+    did reach the database (its answer was lost): that is this call's outcome, not a zombie's."""
+    tries = 0
+
+    def once() -> None:
+        nonlocal tries
+        tries += 1
+        call(db, function, attempt_id=request.attempt_id, owner_id=request.owner_id, **arguments)
+
+    try:
+        ride_out(once, seconds=request.lease_seconds,
+                 on_wait=lambda exc: print(f"etl-craft: {function}: {exc}; trying again while the lease lasts",
+                                           file=sys.stderr, flush=True))
+    except StaleTransitionError:
+        if tries > 1:
+            with db.read() as conn:
+                row = fetch_one(db, conn, "attempt_row", attempt_id=request.attempt_id)
+            if row is not None and row["status"] == reached and row["owner_id"] == request.owner_id:
+                return
+        raise
 
 
 def _record_unstarted(request: ChildRequest, exc: OSError) -> int:

@@ -24,6 +24,7 @@ from etlcraft.core.faults import fault_point
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
+from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_one
 from etlcraft.supervisor.child import ChildRequest, inherit, main
 from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
@@ -169,16 +170,18 @@ class LocalSupervisor:
         was stale (the child, or a timeout, recorded the outcome first: the first writer wins)."""
         log = {"log_path": str(child.log_path), "task_log": _tail(child.log_path)} if started else {}
         try:
-            call(self.db, "finish_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id, status=status,
-                 exit_code=child.process.exitcode if started else None, error_message=message, **log)
+            ride_out(lambda: call(self.db, "finish_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id,
+                                  status=status, exit_code=child.process.exitcode if started else None,
+                                  error_message=message, **log),
+                     seconds=self.request_base.lease_seconds)
         except StaleTransitionError:
             return False
         return True
 
     def _reap(self, child: Child) -> Ended:
         child.process.join(timeout=5)
-        del self.children[child.attempt_id]
         status = self._status(child.attempt_id)
+        del self.children[child.attempt_id]  # once its outcome is known: an outage cannot lose track of it (B27)
         if status in (AttemptStatus.CLAIMED, AttemptStatus.RUNNING):
             code = child.process.exitcode
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
@@ -192,9 +195,12 @@ class LocalSupervisor:
         return Ended(child.attempt_id, child.task_code, status, child.process.exitcode)
 
     def _status(self, attempt_id: int) -> str:
-        with self.db.read() as conn:
-            row = fetch_one(self.db, conn, "attempt_row", attempt_id=attempt_id)
-        return str(row["status"]) if row else "UNKNOWN"
+        """The attempt's status, read again while the Engine DB is briefly unreachable (for as long as the lease)."""
+        def read() -> str:
+            with self.db.read() as conn:
+                row = fetch_one(self.db, conn, "attempt_row", attempt_id=attempt_id)
+            return str(row["status"]) if row else "UNKNOWN"
+        return ride_out(read, seconds=self.request_base.lease_seconds)
 
 
 def _tail(path: Path, size: int = 4000) -> str:

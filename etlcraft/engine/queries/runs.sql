@@ -58,6 +58,15 @@ SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, t.TASK_CODE
  WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS IN ('CLAIMED', 'RUNNING') AND a.OWNER_ID <> :owner_id
  ORDER BY a.ATTEMPT_ID;
 
+-- name: run_own_claimed_attempts :many
+-- The run's attempts CLAIMED by :owner_id (claimed, not started yet).
+SELECT a.ATTEMPT_ID, t.TASK_CODE
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+  JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
+ WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'CLAIMED' AND a.OWNER_ID = :owner_id
+ ORDER BY a.ATTEMPT_ID;
+
 -- name: run_history :many
 SELECT r.PIPELINE_RUN_ID, r.RUN_KEY, r.TRIGGER_KIND, r.RUN_DATE, r.STATUS, r.START_DATE, r.END_DATE,
        r.STARTED_BY, r.ENDED_BY, r.OUTPUT_REVISION, r.SLA_STATUS,
