@@ -353,6 +353,28 @@ def test_failed_transaction_leaves_nothing(engine_db: EngineDB) -> None:
         assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {engine_db.qualify('AUD_METADATA_CHANGES')}")).scalar() == 0
 
 
+def test_b18_a_savepoint_is_nested_in_its_transaction__released_it_commits_nothing__rolled_back_it_undoes_its_part(
+        engine_db: EngineDB) -> None:
+    """A savepoint that holds a transaction's first write must not commit it when it is released: the transaction's
+    later failure undoes it too. Left to itself, SQLite's Python driver sends no BEGIN before a SAVEPOINT, so the
+    savepoint would be the transaction and its release a commit; etl-craft sends BEGIN itself."""
+    projects = engine_db.qualify("CFG_PROJECTS")
+    with pytest.raises(EngineDbError), engine_db.write() as conn:
+        with conn.begin_nested():
+            rows.insert(engine_db, conn, "CFG_PROJECTS", "PROJECT_ID", PROJECT_CODE="released_first")
+        rows.insert(engine_db, conn, "CFG_PROJECTS", "PROJECT_ID", PROJECT_CODE="bad code")
+    with engine_db.read() as conn:
+        assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {projects}")).scalar() == 0
+        assert conn.execute(sa.text(f"SELECT COUNT(*) FROM {engine_db.qualify('AUD_METADATA_CHANGES')}")).scalar() == 0
+    with engine_db.write() as conn:
+        savepoint = conn.begin_nested()
+        rows.insert(engine_db, conn, "CFG_PROJECTS", "PROJECT_ID", PROJECT_CODE="undone")
+        savepoint.rollback()
+        rows.insert(engine_db, conn, "CFG_PROJECTS", "PROJECT_ID", PROJECT_CODE="kept")
+    with engine_db.read() as conn:
+        assert conn.execute(sa.text(f"SELECT PROJECT_CODE FROM {projects}")).scalars().all() == ["kept"]
+
+
 @pytest.mark.postgres
 def test_transaction_that_drops_its_marker_is_refused_on_postgres(pg_url: str) -> None:
     """On PostgreSQL the marker is a transaction setting: an engine transaction that clears it writes like any

@@ -55,6 +55,21 @@ def test_a_diamond_walks_its_run_sets_in_dependency_order(project: Project) -> N
     assert rd.ready(project, run) == []
 
 
+def test_w2_a_task_is_ready_when_its_own_dependencies_end__a_slow_task_it_does_not_depend_on_never_holds_it(
+        project: Project) -> None:
+    """No barrier waves: slow and a start together, b depends on a only. Once a ends, b is ready while slow still
+    runs; a wave would have kept b until slow ended too."""
+    _tasks(project, "slow", "a", "b")
+    project.depends("b", "a")
+    run = project.run("orders")
+    assert sorted(rd.ready(project, run)) == [("a", "RUN"), ("slow", "RUN")]
+    rd.task_run(project, run, "slow", "IN-PROGRESS")
+    a = rd.task_run(project, run, "a", "IN-PROGRESS")
+    assert rd.ready(project, run) == []
+    _settle(project, a, "SUCCESS")
+    assert rd.ready_reasons(project, run) == {"b": ("RUN", "dependencies met")}, "slow is not b's dependency"
+
+
 # (dependency type, upstream status, upstream ROWS_WRITTEN, decision: None = not returned, the edge is open)
 EDGE_CASES = [
     ("SUCCESS", "SUCCESS", None, "RUN"), ("SUCCESS", "FAILED", None, "SKIP"), ("SUCCESS", "SKIPPED", None, "SKIP"),

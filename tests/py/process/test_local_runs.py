@@ -48,6 +48,23 @@ def test_a_diamond_runs_in_dependency_order_with_its_branches_in_parallel(
     assert _tasks(project, "diamond", 1) == {"a": "SUCCESS", "b": "SUCCESS", "c": "SUCCESS", "d": "SUCCESS"}
 
 
+def test_w2_a_task_starts_once_its_own_dependency_ends__while_a_slow_task_it_does_not_depend_on_still_runs(
+        tmp_path: Path, engine_url: str | None) -> None:
+    """No barrier waves: slow and a start together and b depends on a only, so b runs and ends while slow is held."""
+    project = write_project(tmp_path / "p", engine_url, {"flow": [
+        Task("slow", {"hold": "slow"}), Task("a"), Task("b")]}, [("b", "a", "SUCCESS")])
+    assert etl_craft("migrate", cwd=project).code == 0
+    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log")
+    try:
+        wait_for(lambda: any((project / "marks").glob("b.*.end")) if (project / "marks").is_dir() else False,
+                 what="b to run while slow is held")
+        assert any((project / "marks").glob("slow.*.start")) and not any((project / "marks").glob("slow.*.end"))
+    finally:
+        release(project, "slow")
+    assert parent.wait(timeout=60) == 0
+    assert _tasks(project, "flow", 1) == {"slow": "SUCCESS", "a": "SUCCESS", "b": "SUCCESS"}
+
+
 def test_a_failing_task_skips_its_success_dependents_and_fires_its_failure_dependents(
         tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"flow": [

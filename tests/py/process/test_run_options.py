@@ -5,7 +5,9 @@ and a PostgreSQL Engine DB; the option logic, which lives in the same database f
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -128,6 +130,30 @@ def test_force__reruns_a_succeeded_task_in_an_ended_run_and_ends_the_run_again(t
     assert forced.code == 0, forced.err
     assert _run_status(project, 1) == "SUCCESS"
     assert _tasks(project, 1) == {"load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
+
+
+def test_w12_a_run_without_run_date_runs_as_of_today_in_the_projects_time_zone__not_utc(tmp_path: Path) -> None:
+    """Run dates are the project's dates (Orchestration: Timezone), for a pipeline run, --init-only and a task command
+    that creates its run. The zone is chosen so that its date is not UTC's now: UTC+14 from 10:00 UTC, UTC-11
+    before."""
+    zone = ZoneInfo("Pacific/Kiritimati" if datetime.now(UTC).hour >= 10 else "Pacific/Pago_Pago")
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load")]}, [])
+    with (project / "craft-connector.yml").open("a", encoding="utf-8") as config:
+        config.write(f"  Timezone: {zone.key}\n")
+    assert etl_craft("migrate", cwd=project).code == 0
+    before, utc_before = datetime.now(zone).date(), datetime.now(UTC).date()
+    assert before != utc_before
+    commands = (("run", "--pipeline_code", "flow"),
+                ("run", "--pipeline_code", "flow", "--run-key", "ext:2", "--init-only"),
+                ("run", "--pipeline_code", "flow", "--run-key", "ext:2", "--task_code", "load"),
+                ("run", "--pipeline_code", "flow", "--run-key", "ext:3", "--task_code", "load"))
+    for command in commands:
+        done = etl_craft(*command, cwd=project)
+        assert done.code == 0, done.out + done.err
+    today = {before, datetime.now(zone).date()}  # the same date unless the zone's midnight passed meanwhile
+    for run_id in (1, 2, 3):
+        run_date = str(_status(project, run_id)["run"]["run_date"])  # type: ignore[index]
+        assert date.fromisoformat(run_date[:10]) in today, (run_id, run_date, zone.key)
 
 
 def test_option_contradictions__refused_naming_both(tmp_path: Path) -> None:
