@@ -23,8 +23,8 @@ SELECT is((SELECT row(a.attempt_number, a.status, a.pool, a.slot_kind, a.priorit
                       timestamptz '2026-01-02 06:00:00+00', NULL::text, 'overseer:1', 'SCHEDULE')::text),
           'the attempt: POOL parameter, ingestion slot for PYTHON, the pipeline''s priority, NOT_BEFORE, the requester');
 SELECT is((SELECT row(t.status, t.attempt_count, t.start_date, t.end_date)::text FROM etl_craft.aud_task_run_log t),
-          (SELECT row('IN-PROGRESS', 1, timestamptz '2026-01-02 06:00:00+00', NULL::timestamptz)::text),
-          'its task run is created IN-PROGRESS with ATTEMPT_COUNT 1');
+          (SELECT row('IN-PROGRESS', 1, NULL::timestamptz, NULL::timestamptz)::text),
+          'its task run is created IN-PROGRESS with ATTEMPT_COUNT 1, not started (START_DATE is its first start)');
 SELECT is((SELECT count(*)::int FROM etl_craft.aud_gate_decisions), 0, 'a task without edges to other pipelines records no decision');
 
 -- 5-7: a live attempt (QUEUED, CLAIMED, RUNNING) refuses a second one (B1).
