@@ -2,7 +2,9 @@
 
 Everything one call applies happens in one transaction under the migration lock (a transaction-level advisory
 lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): versioned migrations that are pending, then the repeatable
-objects (functions and triggers) whose rendered text changed, then the project's pending metadata migrations.
+objects (functions and triggers) whose rendered text changed, then (PostgreSQL) the privileges on them (PUBLIC
+executes no function; the roles of `etl-craft grant` get their grants again), then the project's pending metadata
+migrations. Only a transaction holding the migration lock may write SCHEMA_MIGRATIONS and the ENG_ reference tables.
 An applied migration whose file changed is refused: migrations are immutable once applied.
 """
 
@@ -22,10 +24,11 @@ from sqlglot.errors import ParseError
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import MigrationError
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
+from etlcraft.engine import grants
 from etlcraft.engine.actions import record_action
 from etlcraft.engine.catalog import owned_tables, table_exists
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.render import render
+from etlcraft.engine.render import MIGRATE_LOCK_KEY, render
 from etlcraft.paths import sql_dir
 
 ENGINE = "ENGINE"
@@ -33,8 +36,6 @@ PROJECT = "PROJECT"
 _VERSIONED = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\.j2$")
 _REPEATABLE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql\.j2$")
 _PROJECT_FILE = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
-#: pg_advisory_xact_lock key of the migration lock: the first 8 bytes of sha256("etl-craft:migrate").
-MIGRATE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"etl-craft:migrate").digest()[:8], "big", signed=True)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,9 @@ def migrate(
             if ledger.get((ENGINE, obj.version)) != obj.checksum:
                 db.execute_script(conn, obj.sql)
                 report.refreshed.append(obj)
+        if db.is_postgres:
+            # A function created again has PUBLIC's EXECUTE and none of the roles' grants; views may be new.
+            grants.reapply(db, conn)
         for migration in pending_project:
             if (PROJECT, migration.version) not in ledger:
                 report.project.append((migration, _apply_project_migration(db, conn, migration)))

@@ -1,5 +1,6 @@
-"""Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers*.sql loaded (in
-name order), then pg_prove over tests/sql/**/*.test.sql. The database is dropped afterwards, pass or fail."""
+"""Run the pgTAP suites: a fresh database migrated by etl-craft in test mode (sessions may pin the clock), pgtap and
+tests/sql/helpers*.sql loaded (in name order), then pg_prove over tests/sql/**/*.test.sql. The database is dropped
+afterwards, pass or fail."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from etlcraft.core.actor import Actor, acting_as  # noqa: E402
 from etlcraft.core.states import ActorKind  # noqa: E402
 from etlcraft.engine.db import EngineDB  # noqa: E402
 from etlcraft.engine.migrations import migrate  # noqa: E402
+from etlcraft.engine.settings import set_test_mode  # noqa: E402
 
 
 def main() -> int:
@@ -31,6 +33,7 @@ def main() -> int:
         db = EngineDB(url.render_as_string(hide_password=False))
         with acting_as(Actor("pgtap@setup", ActorKind.HUMAN)):
             migrate(db)
+            set_test_mode(db)
         db.dispose()
         dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as conn:

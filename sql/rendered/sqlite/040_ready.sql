@@ -20,4 +20,5 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- @end ready_tasks
