@@ -5,7 +5,7 @@ needs EXECUTE on a function, never a write grant on a table. Three group roles, 
 `<prefix>_operator` and `<prefix>_engine` (the prefix is the schema unless `etl-craft grant --prefix` says otherwise):
 
 - reader: USAGE on the schema, SELECT on every AUD_V_* view found when the grants are applied, and EXECUTE on the
-  functions those views call; no base table.
+  functions those views call (and the helpers those call, CALLS); no base table.
 - operator: the reader's grants (it is a member of the reader), EXECUTE on the operator functions (mark, cancel,
   pause, resume, reopen), on the read functions, and on the functions a DBA calls to run a pipeline by hand
   (docs/guides/sql-api.md), and SELECT on the metadata that names what those functions take (CFG_PROJECTS,
@@ -41,6 +41,10 @@ HAND_RUN_FUNCTIONS = ("create_run", "start_run", "queue_attempt", "claim_attempt
                       "finalize_run")
 #: The metadata an operator reads to find the ids those functions take (the guide finds its pipeline this way).
 OPERATOR_TABLES = ("cfg_projects", "cfg_pipelines", "cfg_tasks")
+#: Helpers a function calls that the catalog does not record (SQL function bodies have no dependencies): whoever may
+#: run the caller must be able to run them, since PostgreSQL checks EXECUTE on each function of a query when the
+#: query starts, whether or not it is reached (clock_now() is inlined into its callers with its _pinned_now()).
+CALLS = {"clock_now": ("_pinned_now",)}
 _NAME_MAX = 63 - len("_operator")
 
 
@@ -109,15 +113,15 @@ def existing_roles(conn: sa.Connection, roles: Roles) -> list[str]:
 #: Functions by name: the write API has one function per name (sql/functions/_functions.sql.j2 drops any other), so
 #: `schema.name` names one function in GRANT and REVOKE.
 _FUNCTIONS = sa.text(
-    "SELECT p.proname, :schema || '.' || p.proname FROM pg_proc p"
+    "SELECT p.proname, quote_ident(:schema) || '.' || quote_ident(p.proname) FROM pg_proc p"
     " WHERE p.pronamespace = CAST(:schema AS regnamespace) ORDER BY 1")
 _RELATIONS = sa.text(
-    "SELECT c.relname, c.relkind FROM pg_class c"
+    "SELECT c.relname, quote_ident(:schema) || '.' || quote_ident(c.relname), c.relkind FROM pg_class c"
     " WHERE c.relnamespace = CAST(:schema AS regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm') ORDER BY 1")
 #: The functions the AUD_V_* views call (through their rewrite rules), which their readers must be able to execute.
 _VIEW_FUNCTIONS = sa.text(
     """
-    SELECT DISTINCT :schema || '.' || p.proname
+    SELECT DISTINCT p.proname
       FROM pg_class v
       JOIN pg_rewrite w ON w.ev_class = v.oid
       JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_proc'::regclass
@@ -132,11 +136,11 @@ _VIEW_FUNCTIONS = sa.text(
 def plan(db: EngineDB, conn: sa.Connection, roles: Roles) -> GrantPlan:
     """What each role holds, read against the live catalog: the schema's functions, tables and AUD_V_* views."""
     schema = db.schema
-    functions = {name: signature for name, signature in conn.execute(_FUNCTIONS, {"schema": schema})}
-    all_functions = [s for _, s in conn.execute(_FUNCTIONS, {"schema": schema})]
-    relations = [(f"{schema}.{name}", kind) for name, kind in conn.execute(_RELATIONS, {"schema": schema})]
-    views = tuple(name for name, kind in relations if kind in ("v", "m") and name.startswith(f"{schema}.aud_v_"))
-    view_functions = conn.execute(_VIEW_FUNCTIONS, {"schema": schema}).scalars().all()
+    functions = {name: qualified for name, qualified in conn.execute(_FUNCTIONS, {"schema": schema})}
+    relations = [(name, qualified, kind) for name, qualified, kind in conn.execute(_RELATIONS, {"schema": schema})]
+    views = tuple(qualified for name, qualified, kind in relations if kind in ("v", "m") and name.startswith("aud_v_"))
+    called = conn.execute(_VIEW_FUNCTIONS, {"schema": schema}).scalars().all()
+    view_functions = sorted({functions[n] for f in called for n in (f, *CALLS.get(f, ())) if n in functions})
     read_functions = [n for n, spec in function_specs(db.dialect).items() if spec.readonly]
     missing = [n for n in (*OPERATOR_FUNCTIONS, *HAND_RUN_FUNCTIONS, *read_functions) if n not in functions]
     if missing:
@@ -148,10 +152,10 @@ def plan(db: EngineDB, conn: sa.Connection, roles: Roles) -> GrantPlan:
     operator = [Privilege(roles.operator, "MEMBER", roles.reader, "role")]
     operator += [Privilege(roles.operator, "EXECUTE", functions[n], "function")
                  for n in (*OPERATOR_FUNCTIONS, *read_functions, *HAND_RUN_FUNCTIONS)]
-    operator += [Privilege(roles.operator, "SELECT", f"{schema}.{t}", "table") for t in OPERATOR_TABLES]
-    engine = [Privilege(roles.engine, "EXECUTE", f, "function") for f in all_functions]
-    engine += [Privilege(roles.engine, "SELECT", name, "view" if kind in ("v", "m") else "table")
-               for name, kind in relations]
+    operator += [Privilege(roles.operator, "SELECT", q, "table") for n, q, _ in relations if n in OPERATOR_TABLES]
+    engine = [Privilege(roles.engine, "EXECUTE", f, "function") for f in functions.values()]
+    engine += [Privilege(roles.engine, "SELECT", qualified, "view" if kind in ("v", "m") else "table")
+               for _, qualified, kind in relations]
     return GrantPlan(schema, roles, views, frozenset([*schema_usage, *reader, *operator, *engine]))
 
 
@@ -207,19 +211,20 @@ def reapply(db: EngineDB, conn: sa.Connection) -> list[str]:
 #: included), as the catalog's access lists say; a NULL list is the default one (PUBLIC executes a function).
 _GRANTED = sa.text(
     """
-    SELECT COALESCE(g.rolname, 'PUBLIC'), a.privilege_type, :schema || '.' || p.proname, 'function'
+    SELECT COALESCE(g.rolname, 'PUBLIC'), a.privilege_type, quote_ident(:schema) || '.' || quote_ident(p.proname),
+           'function'
       FROM pg_proc p CROSS JOIN LATERAL aclexplode(COALESCE(p.proacl, acldefault('f', p.proowner))) a
       LEFT JOIN pg_roles g ON g.oid = a.grantee
      WHERE p.pronamespace = CAST(:schema AS regnamespace) AND a.grantee <> p.proowner
     UNION ALL
-    SELECT COALESCE(g.rolname, 'PUBLIC'), a.privilege_type, :schema || '.' || c.relname,
+    SELECT COALESCE(g.rolname, 'PUBLIC'), a.privilege_type, quote_ident(:schema) || '.' || quote_ident(c.relname),
            CASE WHEN c.relkind IN ('v', 'm') THEN 'view' ELSE 'table' END
       FROM pg_class c CROSS JOIN LATERAL aclexplode(COALESCE(c.relacl, acldefault('r', c.relowner))) a
       LEFT JOIN pg_roles g ON g.oid = a.grantee
      WHERE c.relnamespace = CAST(:schema AS regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm')
        AND a.grantee <> c.relowner
     UNION ALL
-    SELECT COALESCE(g.rolname, 'PUBLIC'), a.privilege_type, n.nspname, 'schema'
+    SELECT COALESCE(g.rolname, 'PUBLIC'), a.privilege_type, quote_ident(n.nspname), 'schema'
       FROM pg_namespace n CROSS JOIN LATERAL aclexplode(COALESCE(n.nspacl, acldefault('n', n.nspowner))) a
       LEFT JOIN pg_roles g ON g.oid = a.grantee
      WHERE n.nspname = :schema AND a.grantee <> n.nspowner

@@ -41,9 +41,9 @@ def grant_roles(db: EngineDB, *, prefix: str | None = None, execute: bool = True
         if execute:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
         missing = [r for r in roles.all() if r not in grants.existing_roles(conn, roles)]
+        plan = grants.plan(db, conn, roles)  # first: it names what a database that is not migrated lacks
         if execute:
             _check_can_grant(db, conn, missing)
-        plan = grants.plan(db, conn, roles)
         sql = grants.statements(plan, create=missing,
                                 member_already=not missing and grants.is_member(conn, roles.operator, roles.reader))
         if execute:
