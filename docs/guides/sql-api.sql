@@ -14,7 +14,7 @@ SELECT pipeline_run_id AS run_id, status, created
          p_reason => 'a run by hand', p_actor => :'actor') \gset
 SELECT * FROM etl_craft.admit_run(p_run_id => :run_id, p_owner_id => :'owner', p_lease_seconds => 600,
                                   p_actor => :'actor');
-SELECT result, reason FROM etl_craft.aud_gate_decisions WHERE pipeline_run_id = :run_id;
+SELECT result, reason FROM etl_craft.aud_v_gate_decisions WHERE pipeline_run_id = :run_id;
 
 -- 2. What can run now? The two loads; customer_totals waits for both.
 SELECT * FROM etl_craft.ready_tasks(p_run_id => :run_id);

@@ -17,6 +17,7 @@ COMMANDS = {
     "cancel": "etlcraft.cli.control:cancel",
     "doctor": "etlcraft.cli.doctor:command",
     "explain": "etlcraft.cli.explain:command",
+    "grant": "etlcraft.cli.grant:command",
     "history": "etlcraft.cli.status:history",
     "init": "etlcraft.cli.init:command",
     "init-db": "etlcraft.cli.init_db:command",

@@ -15,8 +15,9 @@ from etlcraft.services.doctor import doctor
 @click.pass_obj
 def command(ctx: CliContext, output_format: str) -> None:
     """Check the Engine DB: the connection, the schema version, and (PostgreSQL) logins other than
-    etl-craft's that hold INSERT, UPDATE, DELETE or TRUNCATE on its tables, or (SQLite) a database file that
-    group or others can write. Exits non-zero when a check fails."""
+    etl-craft's that hold INSERT, UPDATE, DELETE or TRUNCATE on its tables, PUBLIC's EXECUTE on its functions
+    (which run as their owner), and the grants of the roles of etl-craft grant, explaining any other grant on the
+    schema; or (SQLite) a database file that group or others can write. Exits non-zero when a check fails."""
     report = doctor(ctx.engine_db(), ctx.sqlite_path())
     doc = document("doctor", 1, {
         "healthy": report.healthy,

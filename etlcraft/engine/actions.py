@@ -10,8 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from etlcraft.core.actor import current_actor
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call_in
 
 #: Argument names whose values are masked in AUD_ACTIONS.ARGUMENTS.
 _SENSITIVE = re.compile(r"password|passwd|pwd|secret|token|api_key|private_key|access_key|credential", re.IGNORECASE)
@@ -22,19 +22,7 @@ def masked(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def record_action(db: EngineDB, conn: sa.Connection, command: str, arguments: Mapping[str, Any]) -> None:
-    """Record that the current actor requested `command` with `arguments` (values of sensitive names masked)."""
-    actor = current_actor()
-    conn.execute(
-        sa.text(
-            f"INSERT INTO {db.qualify('AUD_ACTIONS')}"
-            " (STARTED_AT, ENDED_AT, ACTOR, ACTOR_KIND, HOST, COMMAND, ARGUMENTS)"
-            f" VALUES ({db.now_sql}, {db.now_sql}, :actor, :kind, :host, :command, :arguments)"
-        ),
-        {
-            "actor": actor.name,
-            "kind": str(actor.kind),
-            "host": socket.gethostname(),
-            "command": command,
-            "arguments": json.dumps(masked(arguments), sort_keys=True, default=str),
-        },
-    )
+    """Record that the current actor requested `command` with `arguments` (values of sensitive names masked), through
+    the write API's record_action: the Engine DB stamps the row with the actor the transaction is marked with."""
+    call_in(db, conn, "record_action", command=command,
+            arguments=json.dumps(masked(arguments), sort_keys=True, default=str), host=socket.gethostname())

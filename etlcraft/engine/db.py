@@ -309,6 +309,9 @@ class EngineDB:
             pg_error = cast("psycopg.Error", orig)
             code = pg_error.sqlstate or ""
             message = pg_error.diag.message_primary or str(orig)
+            # The Engine DB puts its code first ("EC020: attempt 3 is SUCCESS, ...") for psql's readers; the
+            # exception class says it here.
+            message = message.removeprefix(f"{code}: ") if code.startswith("EC") else message
         elif state is not None and state.failure is not None:
             code, message = state.failure
             state.failure = None

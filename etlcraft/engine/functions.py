@@ -49,6 +49,11 @@ class FunctionSpec:
     def row_type(self) -> type:
         return _row_type(self.name, self.returns)
 
+    @property
+    def readonly(self) -> bool:
+        """A read of the state machine (ready_tasks, retry_policy): it writes nothing and needs no actor."""
+        return "readonly" in self.doc
+
 
 @cache
 def _row_type(name: str, returns: tuple[tuple[str, str], ...]) -> type:

@@ -3,7 +3,9 @@
 Everything one call applies happens in one transaction under the migration lock (a transaction-level advisory
 lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): versioned migrations that are pending, then the repeatable
 objects (functions, triggers and views) whose rendered text changed, or that create a view the Engine DB
-lacks, then the project's pending metadata migrations.
+lacks, then (PostgreSQL) the privileges on them (PUBLIC executes no function; the roles of `etl-craft grant` get
+their grants again), then the project's pending metadata migrations. Only a transaction holding the migration lock
+may write SCHEMA_MIGRATIONS and the ENG_ reference tables.
 An applied migration whose file changed is refused: migrations are immutable once applied.
 """
 
@@ -23,10 +25,11 @@ from sqlglot.errors import ParseError
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import MigrationError
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
+from etlcraft.engine import grants
 from etlcraft.engine.actions import record_action
 from etlcraft.engine.catalog import owned_tables, table_exists, view_names
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.render import render
+from etlcraft.engine.render import MIGRATE_LOCK_KEY, render
 from etlcraft.paths import sql_dir
 
 ENGINE = "ENGINE"
@@ -35,8 +38,6 @@ _VERSIONED = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\.j2$")
 _REPEATABLE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql\.j2$")
 _PROJECT_FILE = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
 _CREATE_VIEW = re.compile(r"^CREATE (?:OR REPLACE )?VIEW (?:\w+\.)?(\w+)", re.MULTILINE)
-#: pg_advisory_xact_lock key of the migration lock: the first 8 bytes of sha256("etl-craft:migrate").
-MIGRATE_LOCK_KEY = int.from_bytes(hashlib.sha256(b"etl-craft:migrate").digest()[:8], "big", signed=True)
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,9 @@ def migrate(
             if ledger.get((ENGINE, obj.version)) != obj.checksum or not obj.views <= views:
                 db.execute_script(conn, obj.sql)
                 report.refreshed.append(obj)
+        if db.is_postgres:
+            # A function created again has PUBLIC's EXECUTE and none of the roles' grants; views may be new.
+            grants.reapply(db, conn)
         for migration in pending_project:
             if (PROJECT, migration.version) not in ledger:
                 report.project.append((migration, _apply_project_migration(db, conn, migration)))

@@ -1,4 +1,8 @@
-"""doctor: is the Engine DB reachable, at the right schema version, and written by etl-craft alone?"""
+"""doctor: is the Engine DB reachable, at the right schema version, and written by etl-craft alone?
+
+On PostgreSQL it also reads the privileges: no login but etl-craft's may write its tables (grants), PUBLIC may not
+execute its functions, which run as their owner (execute), and the roles of `etl-craft grant` hold what it gives
+them, while any other grant on the schema is listed with what it lets its holder do (roles)."""
 
 from __future__ import annotations
 
@@ -9,8 +13,10 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from etlcraft.core.errors import EtlCraftError
+from etlcraft.engine import grants
 from etlcraft.engine.catalog import owned_tables, table_exists
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import function_specs
 from etlcraft.engine.migrations import ENGINE, engine_migrations, repeatable_objects
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -45,6 +51,7 @@ def doctor(db: EngineDB, sqlite_path: Path | None = None) -> DoctorReport:
             report.checks.extend(_schema_checks(db, conn))
             if db.is_postgres:
                 report.checks.append(_grant_check(db, conn))
+                report.checks.extend(_privilege_checks(db, conn))
     except EtlCraftError as exc:
         report.checks.append(Check("connection", FAIL, str(exc), "check Engine in craft-connector.yml"))
     if sqlite_path is not None:
@@ -124,6 +131,82 @@ def _grant_check(db: EngineDB, conn: sa.Connection) -> Check:
         lines.append(f"{who} can {', '.join(privileges)} {db.schema}.{table}{via}")
         remedies.append(f"REVOKE {', '.join(privileges)} ON {db.schema}.{table.lower()} FROM {source};")
     return Check("grants", FAIL, "; ".join(lines), " ".join(remedies))
+
+
+def _privilege_checks(db: EngineDB, conn: sa.Connection) -> list[Check]:
+    """execute: PUBLIC runs no function of the schema. roles: the etl-craft roles hold exactly their plan, and every
+    other grant on the schema is explained."""
+    roles = grants.recorded_roles(db, conn)
+    existing = grants.existing_roles(conn, roles)
+    found = grants.granted(db, conn, roles)
+    public = sorted(p.target.split(".", 1)[1] for p in found if p.grantee == "PUBLIC" and p.kind == "function")
+    if public:
+        functions = f"{len(public)} function{'s' * (len(public) > 1)} of {db.schema}"
+        shown = ", ".join(public[:5]) + (", ..." if len(public) > 5 else "")
+        execute = Check("execute", FAIL, f"PUBLIC can EXECUTE {functions} ({shown}), which run as their owner: any "
+                        "login that can connect can write the Engine DB through them",
+                        "run etl-craft migrate, or: "
+                        f"REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA {db.schema} FROM PUBLIC;")
+    else:
+        execute = Check("execute", OK,
+                        f"PUBLIC executes no function of {db.schema}; the functions run as their owner")
+    found = {p for p in found if not (p.grantee == "PUBLIC" and p.kind == "function")}
+    try:
+        plan = grants.plan(db, conn, roles) if len(existing) == len(roles.all()) else None
+    except EtlCraftError as exc:  # functions missing: the schema check says why
+        return [execute, Check("roles", WARN, f"the roles cannot be checked: {exc}", "run etl-craft migrate")]
+    return [execute, _roles_check(db, roles, existing, found, plan)]
+
+
+def _roles_check(db: EngineDB, roles: grants.Roles, existing: list[str], found: set[grants.Privilege],
+                 plan: grants.GrantPlan | None) -> Check:
+    ours = set(roles.all())
+    expected = plan.privileges if plan is not None else frozenset()
+    extra = sorted((p for p in found - expected), key=lambda p: (p.grantee, p.kind, p.target))
+    missing = sorted(expected - found, key=lambda p: (p.grantee, p.kind, p.target))
+    problems = [_explain(db, p) for p in extra]
+    problems += [f"{p.grantee} lacks {p.privilege} on {p.target}" for p in missing]
+    if existing and len(existing) < len(ours):
+        problems.insert(0, f"only {', '.join(existing)} of the roles {', '.join(roles.all())} exist")
+    if not problems:
+        if plan is None:
+            return Check("roles", OK, f"no other role holds a grant on {db.schema}; etl-craft grant creates "
+                         f"{', '.join(roles.all())}")
+        return Check("roles", OK, f"{roles.reader}, {roles.operator} and {roles.engine} hold what etl-craft grant "
+                     f"gives them ({len(plan.views)} AUD_V_ views for {roles.reader}), and no other role holds a "
+                     f"grant on {db.schema}")
+    others = sorted({p.grantee for p in extra if p.grantee not in ours})
+    remedy = [f"run etl-craft grant{'' if roles.prefix == db.schema else ' --prefix ' + roles.prefix}: it gives "
+              f"{', '.join(roles.all())} exactly their grants"] if ours & {p.grantee for p in extra + missing} or \
+        len(existing) not in (0, len(ours)) else []
+    if others:
+        remedy.append(f"give {', '.join(others)} one of the etl-craft roles instead (GRANT {roles.operator} TO "
+                      f"{others[0]}), then REVOKE ALL ON ALL TABLES IN SCHEMA {db.schema} FROM {', '.join(others)}; "
+                      f"REVOKE ALL ON ALL FUNCTIONS IN SCHEMA {db.schema} FROM {', '.join(others)}; "
+                      f"REVOKE ALL ON SCHEMA {db.schema} FROM {', '.join(others)}")
+    return Check("roles", WARN, "; ".join(problems), "; ".join(remedy) or None)
+
+
+def _explain(db: EngineDB, p: grants.Privilege) -> str:
+    """What one grant beyond etl-craft's roles lets its holder do, in a sentence."""
+    name = p.target.split(".", 1)[-1]
+    shown = f"{db.schema}.{name.upper()}"
+    if p.kind == "function":
+        spec = function_specs(db.dialect).get(name)
+        what = ("a write-API function that runs as its owner: it can change what the function changes"
+                if spec is not None and not spec.readonly else "reads only" if spec is not None
+                else "a helper of the functions and triggers")
+        return f"{p.grantee} can EXECUTE {p.target} ({what})"
+    if p.kind == "table" and p.privilege == "SELECT":
+        return f"{p.grantee} can SELECT {shown}, a base table (BI tools read the AUD_V_ views)"
+    if p.kind == "view" and p.privilege == "SELECT":
+        return f"{p.grantee} can SELECT the view {shown}"
+    if p.kind == "schema":
+        return f"{p.grantee} has {p.privilege} on schema {p.target}" + (
+            " (it can create objects among etl-craft's)" if p.privilege == "CREATE" else "")
+    if p.kind == "role":
+        return f"{p.grantee} is a member of {p.target}"
+    return f"{p.grantee} holds {p.privilege} on {shown}"
 
 
 def _file_mode_check(path: Path) -> Check:

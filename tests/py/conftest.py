@@ -16,6 +16,7 @@ from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.enums import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.migrations import migrate
+from etlcraft.engine.settings import set_test_mode
 
 DEFAULT_PG_URL = "postgresql://root@127.0.0.1:5432/test"
 TEST_ACTOR = Actor("tester@pytest", ActorKind.HUMAN)
@@ -82,11 +83,13 @@ def pg_server() -> Iterator[PgServer]:
 
 @pytest.fixture(scope="session")
 def pg_template(pg_server: PgServer) -> str:
-    """A database migrated to the current schema, copied for each test that needs PostgreSQL."""
+    """A database migrated to the current schema, in test mode (tests pin its clock), copied for each test that
+    needs PostgreSQL."""
     name = pg_server.create(f"{pg_server.prefix}_tpl")
     db = EngineDB(pg_server.url_for(name))
     with acting_as(TEST_ACTOR):
         migrate(db)
+        set_test_mode(db)
     db.dispose()
     return name
 

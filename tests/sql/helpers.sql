@@ -10,6 +10,14 @@ RETURNS void LANGUAGE sql AS $$
   SELECT NULL::void;
 $$;
 
+-- as_migrate(): take etl-craft migrate's lock (the transaction-level advisory lock keyed by the first 8 bytes of
+-- sha256('etl-craft:migrate')), as migrate does first: only such a transaction may write SCHEMA_MIGRATIONS and the
+-- ENG_ reference tables.
+CREATE OR REPLACE FUNCTION etl_test.as_migrate()
+RETURNS void LANGUAGE sql AS $$
+  SELECT pg_advisory_xact_lock(('x' || left(encode(sha256('etl-craft:migrate'::bytea), 'hex'), 16))::bit(64)::bigint);
+$$;
+
 -- unmark(): drop the marker again, so the transaction writes like any other tool would.
 CREATE OR REPLACE FUNCTION etl_test.unmark()
 RETURNS void LANGUAGE sql AS $$
@@ -35,6 +43,8 @@ DECLARE
   v_project bigint; v_up bigint; v_down bigint; v_extract bigint; v_load bigint;
   v_pdep bigint; v_tdep bigint; v_up_run bigint; v_down_run bigint; v_task_run bigint; v_attempt bigint;
   v_decision bigint;
+  v_actor text := current_setting('etl_craft.actor', true);
+  v_kind text := current_setting('etl_craft.actor_kind', true);
 BEGIN
   INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('tp') RETURNING project_id INTO v_project;
   INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('tpool');
@@ -66,10 +76,13 @@ BEGIN
   INSERT INTO etl_craft.aud_task_attempts
     (task_run_id, attempt_number, status, queued_at, requested_by, requested_by_kind)
     VALUES (v_task_run, 1, 'QUEUED', now(), 'pgtap@test', 'HUMAN') RETURNING attempt_id INTO v_attempt;
+  -- the engine judged the gate: the decision carries its actor, as the transaction that wrote it was marked
+  PERFORM etl_test.act('etl-craft', 'SYSTEM');
   INSERT INTO etl_craft.aud_gate_decisions
     (pipeline_run_id, pipeline_dependency_id, result, reason, decided_at, decided_by, decided_by_kind)
     VALUES (v_down_run, v_pdep, 'UNSATISFIED', 'up_pl has no finished run', now(), 'etl-craft', 'SYSTEM')
     RETURNING decision_id INTO v_decision;
+  PERFORM etl_test.act(v_actor, v_kind);
   INSERT INTO etl_craft.aud_dependency_consumption
     (pipeline_run_id, pipeline_dependency_id, consumed_pipeline_run_id, consumed_revision, consumed_at)
     VALUES (v_down_run, v_pdep, v_up_run, 1, now());
@@ -111,17 +124,20 @@ END
 $$;
 
 -- refused(sql, code, pattern, description): a pgTAP assertion that sql raises SQLSTATE code with a message LIKE pattern
--- (throws_ok wants the whole message, throws_like ignores the code). Nothing sql does is kept.
+-- (throws_ok wants the whole message, throws_like ignores the code). An etl-craft code (ECnnn) must also open the
+-- message ('EC020: ...', so psql shows it at its default verbosity); the pattern matches what follows it. Nothing
+-- sql does is kept.
 CREATE OR REPLACE FUNCTION etl_test.refused(p_sql text, p_code text, p_pattern text, p_description text)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   v record := etl_test.probe(p_sql);
+  v_prefix text := CASE WHEN p_code LIKE 'EC%' THEN p_code || ': ' ELSE '' END;
 BEGIN
-  IF v.code = p_code AND v.message LIKE p_pattern THEN
+  IF v.code = p_code AND starts_with(v.message, v_prefix) AND substr(v.message, length(v_prefix) + 1) LIKE p_pattern THEN
     RETURN ok(true, p_description);
   END IF;
   RETURN ok(false, p_description) || E'\n' || diag(
     '    caught: ' || CASE WHEN v.code = '00000' THEN 'no error' ELSE v.code || ': ' || v.message END || E'\n' ||
-    '    wanted: ' || p_code || ': ' || p_pattern);
+    '    wanted: ' || p_code || ': ' || v_prefix || p_pattern);
 END
 $$;

@@ -1,6 +1,8 @@
-"""Run the pgTAP suites: a fresh database migrated by etl-craft, pgtap and tests/sql/helpers*.sql loaded (in
-name order) with the views' spec (sql/views.yaml) in their tables, then pg_prove over tests/sql/**/*.test.sql. The
-database is dropped afterwards, pass or fail."""
+"""Run the pgTAP suites: a fresh database migrated by etl-craft in test mode (sessions may pin the clock), with the
+reader, operator and engine roles of `etl-craft grant` under a prefix of its own (roles are cluster-wide: the
+tests/sql/roles suites find them through ENG_SETTINGS), pgtap and tests/sql/helpers*.sql loaded (in name order) with
+the views' spec (sql/views.yaml) in their tables, then pg_prove over tests/sql/**/*.test.sql. The database and its
+roles are dropped afterwards, pass or fail."""
 
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ sys.path.insert(0, str(HERE.parent.parent))
 from etlcraft.core.actor import Actor, acting_as  # noqa: E402
 from etlcraft.core.enums import ActorKind  # noqa: E402
 from etlcraft.engine.db import EngineDB  # noqa: E402
+from etlcraft.engine.grants import Roles  # noqa: E402
 from etlcraft.engine.migrations import migrate  # noqa: E402
+from etlcraft.engine.settings import set_test_mode  # noqa: E402
 from etlcraft.engine.views import views_spec  # noqa: E402
+from etlcraft.services.grants import grant_roles  # noqa: E402
 
 
 def load_view_spec(conn: psycopg.Connection) -> None:
@@ -43,6 +48,8 @@ def main() -> int:
         db = EngineDB(url.render_as_string(hide_password=False))
         with acting_as(Actor("pgtap@setup", ActorKind.HUMAN)):
             migrate(db)
+            set_test_mode(db)
+            grant_roles(db, prefix=name)
         db.dispose()
         dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -62,6 +69,8 @@ def main() -> int:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            for role in Roles(name).all():  # granted nothing outside the database just dropped
+                conn.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
 if __name__ == "__main__":

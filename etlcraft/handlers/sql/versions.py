@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from etlcraft.core.actor import current_actor
 from etlcraft.engine.actions import record_action
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call_in
 
 TABLE = "AUD_TARGET_HASH_VERSION"
 
@@ -29,17 +30,9 @@ def recorded_version(db: EngineDB, target_key: str) -> int | None:
 
 def record_version(db: EngineDB, target_key: str, version: int, *, command: str | None = None,
                    arguments: Mapping[str, Any] | None = None) -> None:
-    """Record that every row of the target now carries `version` hashes, with the acting actor and the time; with
-    `command`, also the request in AUD_ACTIONS, in the same transaction."""
-    actor = current_actor()
-    with db.write(actor) as conn:
-        conn.execute(sa.text(
-            f"INSERT INTO {db.qualify(TABLE)}"
-            " (TARGET_OBJECT, HASH_VERSION, RECOMPUTED_AT, RECOMPUTED_BY, RECOMPUTED_BY_KIND)"
-            f" VALUES (:target, :version, {db.now_sql}, :actor, :kind)"
-            " ON CONFLICT (TARGET_OBJECT) DO UPDATE SET HASH_VERSION = excluded.HASH_VERSION,"
-            " RECOMPUTED_AT = excluded.RECOMPUTED_AT, RECOMPUTED_BY = excluded.RECOMPUTED_BY,"
-            " RECOMPUTED_BY_KIND = excluded.RECOMPUTED_BY_KIND"),
-            {"target": target_key, "version": version, "actor": actor.name, "kind": str(actor.kind)})
+    """Record that every row of the target now carries `version` hashes, with the acting actor and the time
+    (record_hash_version); with `command`, also the request in AUD_ACTIONS, in the same transaction."""
+    with db.write(current_actor()) as conn:
+        call_in(db, conn, "record_hash_version", target_object=target_key, hash_version=version)
         if command is not None:
             record_action(db, conn, command, arguments or {})

@@ -44,27 +44,39 @@ CREATE FUNCTION etl_craft.create_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_run_id bigint;
 BEGIN
   IF p_retries < 0 OR p_retry_delay_seconds < 0 OR p_retry_backoff < 1 THEN
-    PERFORM etl_craft._fail('EC023', 'the retry defaults are retries >= 0, retry_delay_seconds >= 0 and retry_backoff >= 1, not ' || COALESCE(CAST(p_retries AS text), 'NULL') || ', ' || COALESCE(CAST(p_retry_delay_seconds AS text), 'NULL') || ' and ' || COALESCE(CAST(p_retry_backoff AS text), 'NULL') || '; fix Orchestration: Retries, Retry_delay_seconds or Retry_backoff in craft-connector.yml');
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('the retry defaults are retries >= 0, retry_delay_seconds >= 0 and retry_backoff >= 1, not ' || COALESCE(CAST(p_retries AS text), 'NULL') || ', ' || COALESCE(CAST(p_retry_delay_seconds AS text), 'NULL') || ' and ' || COALESCE(CAST(p_retry_backoff AS text), 'NULL') || '; fix Orchestration: Retries, Retry_delay_seconds or Retry_backoff in craft-connector.yml'), 'EC023');
   END IF;
-  PERFORM etl_craft._fail('EC021', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist or is switched off (ACTIVE_FLAG = N); list pipelines with etl-craft list')
+  SELECT 'EC021: ' || ('pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist or is switched off (ACTIVE_FLAG = N); list pipelines with etl-craft list') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES WHERE PIPELINE_ID = p_pipeline_id AND ACTIVE_FLAG = 'Y');
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
     WHERE z.PIPELINE_ID = p_pipeline_id AND z.RESUMED_AT IS NULL
       AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = z.PIPELINE_ID AND r.RUN_KEY = p_run_key);
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' already has run ' || r.PIPELINE_RUN_ID || ' (' || r.RUN_KEY || ') IN-PROGRESS since ' || COALESCE(to_char(r.START_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '; a pipeline runs one run at a time: resume that run by its id or key, or wait for it to end')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' already has run ' || r.PIPELINE_RUN_ID || ' (' || r.RUN_KEY || ') IN-PROGRESS since ' || COALESCE(to_char(r.START_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '; a pipeline runs one run at a time: resume that run by its id or key, or wait for it to end') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_ID = p_pipeline_id AND r.STATUS = 'IN-PROGRESS' AND p_status = 'IN-PROGRESS'
      AND r.RUN_KEY <> p_run_key;
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' has a pipeline gate (' || g.deps || '), which a run created IN-PROGRESS would skip; create the run QUEUED and admit it with admit_run, which judges the gate and records its decisions, or pass bypass_reason to start it with every dependency recorded BYPASSED')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' has a pipeline gate (' || g.deps || '), which a run created IN-PROGRESS would skip; create the run QUEUED and admit it with admit_run, which judges the gate and records its decisions, or pass bypass_reason to start it with every dependency recorded BYPASSED') INTO v_failure
     FROM etl_craft.CFG_PIPELINES p
     JOIN (SELECT string_agg(o.dep, ', ') AS deps
             FROM (SELECT d.DEPENDENCY_TYPE || ' on ' || u.PIPELINE_CODE AS dep
@@ -73,6 +85,9 @@ BEGIN
                    ORDER BY d.PIPELINE_DEPENDENCY_ID) o) g ON g.deps IS NOT NULL
    WHERE p.PIPELINE_ID = p_pipeline_id AND p_status = 'IN-PROGRESS' AND p_bypass_reason IS NULL
      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = p_pipeline_id AND r.RUN_KEY = p_run_key);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
      STARTED_BY_KIND, REASON, DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF)
@@ -83,9 +98,12 @@ BEGIN
   ON CONFLICT DO NOTHING
   RETURNING PIPELINE_RUN_ID INTO v_run_id;
   -- nothing inserted and no run with this key: another run of the pipeline became IN-PROGRESS meanwhile
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' started another run while this one was being created; a pipeline runs one run at a time: resume that run, or wait for it to end')
+  SELECT 'EC023: ' || ('pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' started another run while this one was being created; a pipeline runs one run at a time: resume that run, or wait for it to end') INTO v_failure
    WHERE v_run_id IS NULL
      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_ID = p_pipeline_id AND RUN_KEY = p_run_key);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   -- A run that starts without admit_run records each dependency of its pipeline gate BYPASSED, with who and why.
   INSERT INTO etl_craft.AUD_GATE_DECISIONS
     (PIPELINE_RUN_ID, PIPELINE_DEPENDENCY_ID, RESULT, REASON, DECIDED_AT, DECIDED_BY, DECIDED_BY_KIND)
@@ -133,11 +151,14 @@ CREATE FUNCTION etl_craft.start_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, owner_id text, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
 BEGIN
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET OWNER_ID = p_owner_id, HEARTBEAT_AT = v_now,
@@ -145,12 +166,21 @@ BEGIN
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS'
      AND (OWNER_ID IS NULL OR OWNER_ID = p_owner_id OR LEASE_EXPIRES_AT < v_now);
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected IN-PROGRESS; start a new run, or reopen this one with etl-craft reopen')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected IN-PROGRESS; start a new run, or reopen this one with etl-craft reopen') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0 AND STATUS <> 'IN-PROGRESS';
-  PERFORM etl_craft._fail('EC023', 'run ' || PIPELINE_RUN_ID || ' is supervised by ' || OWNER_ID || ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); wait for it to finish, or stop that process: its lease then expires and etl-craft reconcile releases the run')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || PIPELINE_RUN_ID || ' is supervised by ' || OWNER_ID || ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); wait for it to finish, or stop that process: its lease then expires and etl-craft reconcile releases the run') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.owner_id::text, q.lease_expires_at::timestamptz
     FROM (
@@ -189,23 +219,35 @@ CREATE FUNCTION etl_craft.finish_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
 BEGIN
-  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' has task runs; end it with finalize_run')
+  SELECT 'EC023: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' has task runs; end it with finalize_run') INTO v_failure
     WHERE EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET STATUS = p_status, END_DATE = v_now, MESSAGE = p_message, OWNER_ID = NULL,
          LEASE_EXPIRES_AT = NULL, ENDED_BY = etl_craft._actor(), ENDED_BY_KIND = etl_craft._actor_kind()
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = p_from_status;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(p_from_status AS text), 'NULL') || '; someone else changed it: read its status again')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(p_from_status AS text), 'NULL') || '; someone else changed it: read its status again') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   UPDATE etl_craft.AUD_GATE_WAITS
      SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
    WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL;
@@ -245,19 +287,28 @@ CREATE FUNCTION etl_craft.cancel_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, live_attempts bigint)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_status text;
   v_live bigint;
 BEGIN
   SELECT STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' already ended ' || STATUS || '; there is nothing to cancel')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' already ended ' || STATUS || '; there is nothing to cancel') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS NOT IN ('QUEUED', 'IN-PROGRESS');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG SET STATUS = 'CANCELLED', END_DATE = v_now, ERROR_MESSAGE = NULL, MESSAGE = p_reason
    WHERE TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
                           WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS = 'QUEUED');
@@ -321,19 +372,28 @@ CREATE FUNCTION etl_craft.reopen_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, output_revision integer, repair_pending boolean)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_status text;
 BEGIN
   SELECT STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC023', 'run ' || r.PIPELINE_RUN_ID || ' cannot be reopened while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is ' || o.STATUS || '; let it finish or cancel it first')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || r.PIPELINE_RUN_ID || ' cannot be reopened while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is ' || o.STATUS || '; let it finish or cancel it first') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id AND o.STATUS IN ('QUEUED', 'IN-PROGRESS');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ENDED_BY = NULL, ENDED_BY_KIND = NULL, OWNER_ID = NULL,
          LEASE_EXPIRES_AT = NULL, CANCEL_REQUESTED_AT = NULL,
@@ -341,8 +401,11 @@ BEGIN
          MESSAGE = 'reopened: ' || COALESCE(p_reason, 'no reason given')
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED');
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ' and has not ended; only an ended run can be reopened')
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ' and has not ended; only an ended run can be reopened') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
   VALUES (p_run_id, 'REOPEN', v_status, 'IN-PROGRESS', p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
@@ -384,24 +447,36 @@ CREATE FUNCTION etl_craft.mark_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, output_revision integer)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_status text;
 BEGIN
   IF p_status NOT IN ('SUCCESS', 'FAILED', 'SKIPPED') OR p_status IS NULL THEN
-    PERFORM etl_craft._fail('EC023', 'mark_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a run use cancel_run');
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('mark_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a run use cancel_run'), 'EC023');
   END IF;
   SELECT STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC023', 'run ' || PIPELINE_RUN_ID || ' is QUEUED and has not started; end it with finish_run or cancel it')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || PIPELINE_RUN_ID || ' is QUEUED and has not started; end it with finish_run or cancel it') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED';
-  PERFORM etl_craft._fail('EC023', 'run ' || t.PIPELINE_RUN_ID || ' has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || ' by ' || COALESCE(a.OWNER_ID, 'nobody') || ' (lease until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); wait for it, cancel the run, or run etl-craft reconcile once its owner is gone')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || t.PIPELINE_RUN_ID || ' has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || ' by ' || COALESCE(a.OWNER_ID, 'nobody') || ' (lease until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); wait for it, cancel the run, or run etl-craft reconcile once its owner is gone') INTO v_failure
     FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
    WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS IN ('CLAIMED', 'RUNNING');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG SET STATUS = 'CANCELLED', END_DATE = v_now, MESSAGE = 'the run was marked ' || p_status
    WHERE TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
                           WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS = 'QUEUED');

@@ -33,32 +33,47 @@ CREATE FUNCTION etl_craft.skip_task_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_run_id bigint, status text, created boolean)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
 BEGIN
   -- Hold the run IN-PROGRESS until this skip commits (SQLite needs no lock: BEGIN IMMEDIATE admits one writer).
   PERFORM 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR SHARE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected IN-PROGRESS; a task is skipped only in a run in progress: reopen the run first (etl-craft reopen) or mark the task instead (etl-craft mark)')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected IN-PROGRESS; a task is skipped only in a run in progress: reopen the run first (etl-craft reopen) or mark the task instead (etl-craft mark)') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS <> 'IN-PROGRESS';
-  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, START_DATE, END_DATE, MESSAGE)
   VALUES (p_run_id, p_task_id, 'SKIPPED', v_now, v_now, p_reason)
   ON CONFLICT (PIPELINE_RUN_ID, TASK_ID) DO NOTHING
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'task run ' || t.TASK_RUN_ID || ' (task ' || k.TASK_CODE || ' in run ' || t.PIPELINE_RUN_ID || ') is ' || t.STATUS || ', expected no task run or SKIPPED; a skip never overwrites an outcome (' || CASE WHEN t.STATUS = 'FAILED' THEN 'its error stays' ELSE 'it keeps its status' END || '): rerun the task, or mark it with etl-craft mark')
+  SELECT 'EC020: ' || ('task run ' || t.TASK_RUN_ID || ' (task ' || k.TASK_CODE || ' in run ' || t.PIPELINE_RUN_ID || ') is ' || t.STATUS || ', expected no task run or SKIPPED; a skip never overwrites an outcome (' || CASE WHEN t.STATUS = 'FAILED' THEN 'its error stays' ELSE 'it keeps its status' END || '): rerun the task, or mark it with etl-craft mark') INTO v_failure
     FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.CFG_TASKS k ON k.TASK_ID = t.TASK_ID
    WHERE t.PIPELINE_RUN_ID = p_run_id AND t.TASK_ID = p_task_id AND v_rows = 0
      AND t.STATUS <> 'SKIPPED';
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, TASK_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, ROWS_WRITTEN, REASON, REQUESTED_BY,
      REQUESTED_BY_KIND, REQUESTED_AT)
@@ -121,11 +136,14 @@ CREATE FUNCTION etl_craft.mark_task_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_run_id bigint, status text, run_status text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_run_status text;
   v_task_run_id bigint;
   v_from_status text;
@@ -133,20 +151,32 @@ DECLARE
   v_lost text;
 BEGIN
   IF p_status NOT IN ('SUCCESS', 'FAILED', 'SKIPPED') OR p_status IS NULL THEN
-    PERFORM etl_craft._fail('EC023', 'mark_task_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a task cancel its run');
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('mark_task_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a task cancel its run'), 'EC023');
   END IF;
   SELECT STATUS INTO v_run_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID);
-  PERFORM etl_craft._fail('EC023', 'run ' || PIPELINE_RUN_ID || ' is QUEUED and has not started; its tasks are marked once it runs: admit it, or end it with finish_run')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || PIPELINE_RUN_ID || ' is QUEUED and has not started; its tasks are marked once it runs: admit it, or end it with finish_run') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED';
-  PERFORM etl_craft._fail('EC023', 'run ' || r.PIPELINE_RUN_ID || ' has ended ' || r.STATUS || ' and marking a task reopens it, which is refused while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is ' || o.STATUS || '; let it finish or cancel it first')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || r.PIPELINE_RUN_ID || ' has ended ' || r.STATUS || ' and marking a task reopens it, which is refused while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is ' || o.STATUS || '; let it finish or cancel it first') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED') AND o.STATUS IN ('QUEUED', 'IN-PROGRESS');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   SELECT TASK_RUN_ID INTO v_task_run_id
     FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id;
   -- Lock the task's attempts before its task run, in the order the attempt functions lock them (SQLite needs no
@@ -154,10 +184,13 @@ BEGIN
   PERFORM 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE TASK_RUN_ID = v_task_run_id AND STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING') FOR UPDATE;
   PERFORM 1 FROM etl_craft.AUD_TASK_RUN_LOG WHERE TASK_RUN_ID = v_task_run_id FOR UPDATE;
   SELECT STATUS INTO v_from_status FROM etl_craft.AUD_TASK_RUN_LOG WHERE TASK_RUN_ID = v_task_run_id;
-  PERFORM etl_craft._fail('EC023', 'task ' || k.TASK_CODE || ' in run ' || p_run_id || ' is being run: attempt ' || a.ATTEMPT_ID || ' is ' || a.STATUS || ' by owner ' || COALESCE(a.OWNER_ID, 'nobody') || ' whose lease runs until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '; wait for it to end, or stop that process: once its lease has expired the mark is allowed')
+  SELECT 'EC023: ' || ('task ' || k.TASK_CODE || ' in run ' || p_run_id || ' is being run: attempt ' || a.ATTEMPT_ID || ' is ' || a.STATUS || ' by owner ' || COALESCE(a.OWNER_ID, 'nobody') || ' whose lease runs until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '; wait for it to end, or stop that process: once its lease has expired the mark is allowed') INTO v_failure
     FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.CFG_TASKS k ON k.TASK_ID = p_task_id
    WHERE a.TASK_RUN_ID = v_task_run_id AND a.STATUS IN ('CLAIMED', 'RUNNING')
      AND (a.LEASE_EXPIRES_AT IS NULL OR a.LEASE_EXPIRES_AT >= v_now);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   -- The message lose_attempt (020_attempts) leaves on a LOST attempt and its task run.
   SELECT 'attempt ' || ATTEMPT_ID || ' was lost: owner ' || COALESCE(OWNER_ID, 'nobody') || ' stopped renewing its lease at ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') INTO v_lost
     FROM etl_craft.AUD_TASK_ATTEMPTS WHERE TASK_RUN_ID = v_task_run_id AND STATUS IN ('CLAIMED', 'RUNNING');
@@ -174,8 +207,11 @@ BEGIN
                    || ' ' || p_status || ': ' || COALESCE(p_reason, 'no reason given')
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = v_run_status AND STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED');
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(v_run_status AS text), 'NULL') || '; someone else changed it: read its status again')
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(v_run_status AS text), 'NULL') || '; someone else changed it: read its status again') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_run_status IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED') AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, TASK_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, ROWS_WRITTEN, REASON, REQUESTED_BY,
      REQUESTED_BY_KIND, REQUESTED_AT)
@@ -189,10 +225,13 @@ BEGIN
   ON CONFLICT (PIPELINE_RUN_ID, TASK_ID) DO NOTHING
   RETURNING TASK_RUN_ID INTO v_created_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'task run ' || TASK_RUN_ID || ' of task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' in run ' || PIPELINE_RUN_ID || ' was created meanwhile (' || STATUS || '), expected none; read its status again')
+  SELECT 'EC020: ' || ('task run ' || TASK_RUN_ID || ' of task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' in run ' || PIPELINE_RUN_ID || ' was created meanwhile (' || STATUS || '), expected none; read its status again') INTO v_failure
     FROM etl_craft.AUD_TASK_RUN_LOG
    WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id AND v_task_run_id IS NULL
      AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = p_status, END_DATE = v_now, START_DATE = COALESCE(START_DATE, v_now),
          ROWS_WRITTEN = COALESCE(p_rows_written, ROWS_WRITTEN),
@@ -200,8 +239,11 @@ BEGIN
          MESSAGE = 'marked ' || p_status || ': ' || COALESCE(p_reason, 'no reason given')
    WHERE TASK_RUN_ID = v_task_run_id AND STATUS = v_from_status;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'task run ' || TASK_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(v_from_status AS text), 'NULL') || '; someone else changed it: read its status again')
+  SELECT 'EC020: ' || ('task run ' || TASK_RUN_ID || ' is ' || STATUS || ', expected ' || COALESCE(CAST(v_from_status AS text), 'NULL') || '; someone else changed it: read its status again') INTO v_failure
     FROM etl_craft.AUD_TASK_RUN_LOG WHERE TASK_RUN_ID = v_task_run_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, TASK_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, ROWS_WRITTEN, REASON, REQUESTED_BY,
      REQUESTED_BY_KIND, REQUESTED_AT)
@@ -237,6 +279,7 @@ $fn$;
 -- @locks none
 -- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC023 command is not TASK,
 --   FORCE or RERUN
+-- @readonly yes
 -- A signature that changed leaves no stale overload behind: drop every function of this name first.
 DO $drop$
 DECLARE
@@ -256,22 +299,31 @@ CREATE FUNCTION etl_craft.judge_task_command(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (decision text, reason text, reopen boolean, rerun boolean, check_dependencies boolean, attempt_id bigint)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft.clock_now();
   v_rows bigint;
+  v_failure text;
 BEGIN
   IF COALESCE(p_command, '') NOT IN ('TASK', 'FORCE', 'RERUN') THEN
-    PERFORM etl_craft._fail('EC023', 'judge_task_command takes the command TASK, FORCE or RERUN, not ' || COALESCE(CAST(p_command AS text), 'NULL'));
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('judge_task_command takes the command TASK, FORCE or RERUN, not ' || COALESCE(CAST(p_command AS text), 'NULL')), 'EC023');
   END IF;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name an active task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name an active task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
                       WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   RETURN QUERY
   SELECT q.decision::text, q.reason::text, q.reopen::boolean, q.rerun::boolean, q.check_dependencies::boolean, q.attempt_id::bigint
     FROM (

@@ -14,6 +14,7 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- A signature that changed leaves no stale overload behind: drop every function of this name first.
 DO $drop$
 DECLARE
@@ -31,14 +32,20 @@ CREATE FUNCTION etl_craft.retry_policy(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, task_code text, retries integer, retry_delay_seconds integer, retry_backoff double precision, max_delay_seconds integer)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft.clock_now();
   v_rows bigint;
+  v_failure text;
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   RETURN QUERY
   SELECT q.task_id::bigint, q.task_code::text, q.retries::integer, q.retry_delay_seconds::integer, q.retry_backoff::double precision, q.max_delay_seconds::integer
     FROM (
@@ -105,6 +112,8 @@ CREATE FUNCTION etl_craft.claim_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, pipeline_run_id bigint, task_id bigint, attempt_number integer, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
 SET enable_sort = off AS $fn$
@@ -112,14 +121,15 @@ SET enable_sort = off AS $fn$
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_claim bigint[];
   v_durability text;
 BEGIN
   IF COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1 THEN
-    PERFORM etl_craft._fail('EC023', CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END);
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || (CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END), 'EC023');
   END IF;
   IF p_lease_seconds IS NULL OR p_lease_seconds < 1 THEN
-    PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL')), 'EC023');
   END IF;
   IF NOT COALESCE(p_durable, true) THEN
     v_durability := set_config('synchronous_commit', 'off', true);  -- an expression: no executor, unlike PERFORM
@@ -257,16 +267,19 @@ CREATE FUNCTION etl_craft.start_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
 BEGIN
   IF p_lease_seconds IS NULL OR p_lease_seconds < 1 THEN
-    PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL')), 'EC023');
   END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'RUNNING', HOST = p_host, PID = p_pid, PROCESS_START = p_process_start,
@@ -276,10 +289,16 @@ BEGIN
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
-    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
       WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; do not start it: this process does not own it (it was cancelled, its lease expired and it was reconciled, or another process claimed it)')
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+    END IF;
+    SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; do not start it: this process does not own it (it was cancelled, its lease expired and it was reconciled, or another process claimed it)') INTO v_failure
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+    END IF;
   END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG SET START_DATE = v_now
    WHERE TASK_RUN_ID = v_task_run_id AND START_DATE IS NULL;
@@ -339,12 +358,15 @@ CREATE FUNCTION etl_craft.finish_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, status text, task_run_status text, attempt_count integer)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
   v_attempt_number integer;
   v_run_id bigint;
@@ -352,13 +374,13 @@ DECLARE
   v_attempt_count integer;
 BEGIN
   IF p_status IS NULL OR p_status NOT IN ('SUCCESS', 'FAILED') THEN
-    PERFORM etl_craft._fail('EC023', 'finish_attempt records SUCCESS or FAILED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; a time limit is time_out_attempt, a cancel cancel_attempt');
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('finish_attempt records SUCCESS or FAILED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; a time limit is time_out_attempt, a cancel cancel_attempt'), 'EC023');
   END IF;
   IF p_retryable NOT IN ('Y', 'N') THEN
-    PERFORM etl_craft._fail('EC023', 'retryable is Y or N (or NULL when unknown), not ' || p_retryable);
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('retryable is Y or N (or NULL when unknown), not ' || p_retryable), 'EC023');
   END IF;
   IF p_status = 'SUCCESS' AND p_offset_value IS NOT NULL AND (p_offset_type IS NULL OR p_offset_type NOT IN ('INTEGER', 'DECIMAL', 'TEXT', 'DATE', 'TIMESTAMP')) THEN
-    PERFORM etl_craft._fail('EC023', 'the offset ' || p_offset_value || ' needs an offset_type of INTEGER, DECIMAL, TEXT, DATE, TIMESTAMP, not ' || COALESCE(CAST(p_offset_type AS text), 'NULL') || '; nothing was recorded');
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('the offset ' || p_offset_value || ' needs an offset_type of INTEGER, DECIMAL, TEXT, DATE, TIMESTAMP, not ' || COALESCE(CAST(p_offset_type AS text), 'NULL') || '; nothing was recorded'), 'EC023');
   END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = p_status, ENDED_AT = v_now, LEASE_EXPIRES_AT = NULL, EXIT_CODE = p_exit_code,
@@ -375,10 +397,16 @@ BEGIN
   RETURNING TASK_RUN_ID, ATTEMPT_NUMBER, PIPELINE_RUN_ID INTO v_task_run_id, v_attempt_number, v_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
-    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
       WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: this process no longer owns the attempt (its lease expired and it was marked LOST, or it was ended by someone else), so its outcome is discarded; stop, a newer attempt may be running')
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+    END IF;
+    SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: this process no longer owns the attempt (its lease expired and it was marked LOST, or it was ended by someone else), so its outcome is discarded; stop, a newer attempt may be running') INTO v_failure
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+    END IF;
   END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = CASE p_status WHEN 'QUEUED' THEN 'IN-PROGRESS' WHEN 'CLAIMED' THEN 'IN-PROGRESS' WHEN 'RUNNING' THEN 'IN-PROGRESS' WHEN 'SUCCESS' THEN 'SUCCESS' WHEN 'FAILED' THEN 'FAILED' WHEN 'TIMED_OUT' THEN 'FAILED' WHEN 'LOST' THEN 'FAILED' WHEN 'CANCELLED' THEN 'CANCELLED' END, END_DATE = v_now,
@@ -520,11 +548,14 @@ CREATE FUNCTION etl_craft.time_out_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
 BEGIN
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
@@ -535,10 +566,16 @@ BEGIN
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
-    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
       WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: only the owner of a running attempt times it out; if it has ended, its outcome stands')
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+    END IF;
+    SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was recorded: only the owner of a running attempt times it out; if it has ended, its outcome stands') INTO v_failure
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+    END IF;
   END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'FAILED', END_DATE = v_now,
@@ -643,11 +680,14 @@ CREATE FUNCTION etl_craft.cancel_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, cancel_requested_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
   v_status text;
 BEGIN
@@ -667,10 +707,16 @@ BEGIN
   RETURNING TASK_RUN_ID, STATUS INTO v_task_run_id, v_status;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
-    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
       WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || CASE WHEN p_owner_id IS NULL THEN 'QUEUED, CLAIMED or RUNNING' ELSE 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') END || '; nothing was changed: an ended attempt cannot be cancelled, and only its owner acknowledges a cancel')
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+    END IF;
+    SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || CASE WHEN p_owner_id IS NULL THEN 'QUEUED, CLAIMED or RUNNING' ELSE 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') END || '; nothing was changed: an ended attempt cannot be cancelled, and only its owner acknowledges a cancel') INTO v_failure
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+    END IF;
   END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'CANCELLED', END_DATE = v_now, ERROR_MESSAGE = NULL,
@@ -726,11 +772,14 @@ CREATE FUNCTION etl_craft.interrupt_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, task_run_status text, next_attempt_id bigint)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
   v_requeue integer;
   v_next_attempt_id bigint;
@@ -742,10 +791,16 @@ BEGIN
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
-    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
       WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: this process no longer owns the attempt, so its outcome is not its to record')
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+    END IF;
+    SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: this process no longer owns the attempt, so its outcome is not its to record') INTO v_failure
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+    END IF;
   END IF;
   SELECT CASE WHEN r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND a.CANCEL_REQUESTED_AT IS NULL
               THEN 1 ELSE 0 END INTO v_requeue
@@ -807,11 +862,14 @@ CREATE FUNCTION etl_craft.lose_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, status text, task_run_status text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
 BEGIN
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
@@ -821,10 +879,16 @@ BEGIN
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
   IF v_rows = 0 THEN
-    PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+    SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
       WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-    PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: it was claimed again, renewed or ended since it was read; read it again')
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+    END IF;
+    SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; nothing was changed: it was claimed again, renewed or ended since it was read; read it again') INTO v_failure
       FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+    END IF;
   END IF;
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'FAILED', END_DATE = v_now,

@@ -36,34 +36,49 @@ CREATE FUNCTION etl_craft.renew_lease(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (kind text, id bigint, lease_expires_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
 BEGIN
   IF p_lease_seconds IS NULL OR p_lease_seconds < 1 THEN
-    PERFORM etl_craft._fail('EC023', 'lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL'));
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('lease_seconds must be a whole number of seconds of at least 1, not ' || COALESCE(CAST(p_lease_seconds AS text), 'NULL')), 'EC023');
   END IF;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS' AND OWNER_ID = p_owner_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE p_run_id IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || PIPELINE_RUN_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID || ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')', ' (unowned)') || ', expected IN-PROGRESS owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; stop supervising it: it has ended, or its lease expired and it was released or taken over')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || PIPELINE_RUN_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID || ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')', ' (unowned)') || ', expected IN-PROGRESS owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; stop supervising it: it has ended, or its lease expired and it was released or taken over') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS IN ('CLAIMED', 'RUNNING') AND OWNER_ID = p_owner_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+  SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
     WHERE p_attempt_id IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; stop working on it and record nothing: it has ended, or its lease expired and it was marked LOST')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || CASE WHEN ENDED_AT IS NOT NULL THEN ' (ended ' || COALESCE(to_char(ENDED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' WHEN LEASE_EXPIRES_AT IS NOT NULL THEN ' (lease until ' || COALESCE(to_char(LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')' ELSE '' END || ', expected ' || 'CLAIMED or RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; stop working on it and record nothing: it has ended, or its lease expired and it was marked LOST') INTO v_failure
     FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET HEARTBEAT_AT = v_now, LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
    WHERE p_run_id IS NULL AND p_attempt_id IS NULL
@@ -113,18 +128,27 @@ CREATE FUNCTION etl_craft.release_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, released boolean)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be released by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || ': its attempt ' || a.ATTEMPT_ID || ' is still ' || a.STATUS || '; finish or stop that attempt first')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be released by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || ': its attempt ' || a.ATTEMPT_ID || ' is still ' || a.STATUS || '; finish or stop that attempt first') INTO v_failure
     FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
    WHERE t.PIPELINE_RUN_ID = p_run_id AND a.OWNER_ID = p_owner_id
      AND a.STATUS IN ('CLAIMED', 'RUNNING');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
      SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS' AND OWNER_ID = p_owner_id;
@@ -170,15 +194,18 @@ CREATE FUNCTION etl_craft.reconcile_expired(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, owner_id text, task_run_status text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_lost bigint[];
 BEGIN
   IF p_grace_seconds IS NULL OR p_grace_seconds < 0 THEN
-    PERFORM etl_craft._fail('EC023', 'grace_seconds must be 0 or more, not ' || COALESCE(CAST(p_grace_seconds AS text), 'NULL'));
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('grace_seconds must be 0 or more, not ' || COALESCE(CAST(p_grace_seconds AS text), 'NULL')), 'EC023');
   END IF;
   SELECT array_agg(q.ATTEMPT_ID) INTO v_lost
     FROM (SELECT ATTEMPT_ID FROM etl_craft.AUD_TASK_ATTEMPTS
@@ -297,15 +324,21 @@ CREATE FUNCTION etl_craft.requeue_lost(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_id bigint, lost_attempt_id bigint)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_runs bigint[];
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   -- Callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE admits one writer).
   PERFORM 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
   SELECT array_agg(t.TASK_RUN_ID) INTO v_task_runs

@@ -20,6 +20,7 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- A signature that changed leaves no stale overload behind: drop every function of this name first.
 DO $drop$
 DECLARE
@@ -37,15 +38,21 @@ CREATE FUNCTION etl_craft.ready_tasks(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (task_id bigint, task_code text, decision text, reason text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft.clock_now();
   v_rows bigint;
+  v_failure text;
   v_pipeline_id bigint;
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   -- The run's pipeline, or NULL (nothing is ready) when the run is not running, is being cancelled, or is paused.
   SELECT r.PIPELINE_ID INTO v_pipeline_id
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r
@@ -143,6 +150,7 @@ $fn$;
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- A signature that changed leaves no stale overload behind: drop every function of this name first.
 DO $drop$
 DECLARE
@@ -161,14 +169,20 @@ CREATE FUNCTION etl_craft.task_dependencies(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (upstream_task_code text, dependency_type text, upstream_status text, upstream_rows_written bigint, state text, reason text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft.clock_now();
   v_rows bigint;
+  v_failure text;
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   RETURN QUERY
   SELECT q.upstream_task_code::text, q.dependency_type::text, q.upstream_status::text, q.upstream_rows_written::bigint, q.state::text, q.reason::text
     FROM (

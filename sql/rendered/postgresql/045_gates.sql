@@ -47,11 +47,14 @@ CREATE FUNCTION etl_craft.admit_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, satisfied integer, unsatisfied integer, next_check_at timestamptz, reason text)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_status text;
   v_pipeline_id bigint;
   v_judged jsonb;
@@ -71,18 +74,30 @@ BEGIN
   SELECT p.PIPELINE_ID INTO v_pipeline_id FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_ID = p.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE OF p;
   SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected QUEUED; only a queued run is admitted: someone else admitted or ended it, read its status again')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected QUEUED; only a queued run is admitted: someone else admitted or ended it, read its status again') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'QUEUED';
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
     JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
    WHERE r.PIPELINE_RUN_ID = p_run_id;
-  PERFORM etl_craft._fail('EC023', 'run ' || r.PIPELINE_RUN_ID || ' of pipeline ' || p.PIPELINE_CODE || ' cannot be admitted while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is IN-PROGRESS (started ' || COALESCE(to_char(o.START_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || o.STARTED_BY || '); it stays QUEUED: admit it again once that run has ended, or cancel that run')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || r.PIPELINE_RUN_ID || ' of pipeline ' || p.PIPELINE_CODE || ' cannot be admitted while run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') of the same pipeline is IN-PROGRESS (started ' || COALESCE(to_char(o.START_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || o.STARTED_BY || '); it stays QUEUED: admit it again once that run has ended, or cancel that run') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
     JOIN etl_craft.AUD_PIPELINES_RUN_LOG o ON o.PIPELINE_ID = r.PIPELINE_ID AND o.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID AND o.STATUS = 'IN-PROGRESS'
    WHERE r.PIPELINE_RUN_ID = p_run_id;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason, 'waitable', j.waitable, 'next_look_in', j.next_look_in) ORDER BY j.dependency_id), '[]'::jsonb)
     INTO v_judged
     FROM (
@@ -189,8 +204,11 @@ BEGIN
          HEARTBEAT_AT = CASE WHEN p_owner_id IS NOT NULL THEN v_now END
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED' AND v_unmet = 0;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected QUEUED; someone else changed it: read its status again')
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected QUEUED; someone else changed it: read its status again') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND v_rows = 0 AND v_unmet = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   INSERT INTO etl_craft.AUD_GATE_DECISIONS
     (PIPELINE_RUN_ID, TASK_RUN_ID, ATTEMPT_ID, PIPELINE_DEPENDENCY_ID, TASK_DEPENDENCY_ID, SELECTED_PIPELINE_RUN_ID,
      SELECTED_TASK_RUN_ID, SELECTED_REVISION, RESULT, REASON, DECIDED_AT, DECIDED_BY, DECIDED_BY_KIND)
@@ -261,11 +279,14 @@ CREATE FUNCTION etl_craft.queue_attempt(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (attempt_id bigint, task_run_id bigint, attempt_number integer, outcome text, reason text, next_check_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_status text;
   v_existing_task_run_id bigint;
   v_task_run_status text;
@@ -286,33 +307,57 @@ DECLARE
 BEGIN
   -- PostgreSQL: callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE, one writer).
   SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected IN-PROGRESS; only a run in progress queues tasks: admit a queued run first, or reopen an ended one with etl-craft reopen')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected IN-PROGRESS; only a run in progress queues tasks: admit a queued run first, or reopen an ended one with etl-craft reopen') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'IN-PROGRESS';
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is IN-PROGRESS but being cancelled (requested at ' || COALESCE(to_char(r.CANCEL_REQUESTED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected no cancel request; a cancelled run queues no task: finalize it, then start a new run')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is IN-PROGRESS but being cancelled (requested at ' || COALESCE(to_char(r.CANCEL_REQUESTED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected no cancel request; a cancelled run queues no task: finalize it, then start a new run') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.CANCEL_REQUESTED_AT IS NOT NULL;
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no task: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no task: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
     JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
    WHERE r.PIPELINE_RUN_ID = p_run_id;
-  PERFORM etl_craft._fail('EC021', 'task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ' (run ' || r.PIPELINE_RUN_ID || '); list its tasks with etl-craft list --pipeline_code ' || p.PIPELINE_CODE)
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ' (run ' || r.PIPELINE_RUN_ID || '); list its tasks with etl-craft list --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
                       WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   SELECT tr.TASK_RUN_ID, tr.STATUS INTO v_existing_task_run_id, v_task_run_status
     FROM etl_craft.AUD_TASK_RUN_LOG tr WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id;
-  PERFORM etl_craft._fail('EC020', 'task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') already has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || COALESCE(' by ' || a.OWNER_ID, '') || ', queued at ' || COALESCE(to_char(a.QUEUED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', expected no live attempt; a task is queued once: wait for that attempt to end, or cancel it')
+  SELECT 'EC020: ' || ('task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') already has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || COALESCE(' by ' || a.OWNER_ID, '') || ', queued at ' || COALESCE(to_char(a.QUEUED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', expected no live attempt; a task is queued once: wait for that attempt to end, or cancel it') INTO v_failure
     FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
    WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING');
-  PERFORM etl_craft._fail('EC020', 'task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') is IN-PROGRESS without a live attempt, expected FAILED, SKIPPED or CANCELLED; run etl-craft reconcile, or mark the task, before queuing it again')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC020: ' || ('task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') is IN-PROGRESS without a live attempt, expected FAILED, SKIPPED or CANCELLED; run etl-craft reconcile, or mark the task, before queuing it again') INTO v_failure
     FROM etl_craft.AUD_TASK_RUN_LOG tr JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
    WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND tr.STATUS = 'IN-PROGRESS';
-  PERFORM etl_craft._fail('EC023', 'task ' || t.TASK_CODE || ' already succeeded in run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ', ended ' || COALESCE(to_char(tr.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); pass rerun to run it again')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('task ' || t.TASK_CODE || ' already succeeded in run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ', ended ' || COALESCE(to_char(tr.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); pass rerun to run it again') INTO v_failure
     FROM etl_craft.AUD_TASK_RUN_LOG tr JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
    WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id AND tr.STATUS = 'SUCCESS'
      AND COALESCE(CAST(p_rerun AS text), 'NULL') NOT IN ('true', 'Y');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   SELECT COALESCE(jsonb_agg(jsonb_build_object('dependency_id', j.dependency_id, 'result', j.result, 'selected_run_id', j.selected_run_id, 'selected_task_run_id', j.selected_task_run_id, 'selected_revision', j.selected_revision, 'reason', j.reason, 'waitable', j.waitable, 'next_look_in', j.next_look_in) ORDER BY j.dependency_id), '[]'::jsonb)
     INTO v_judged
     FROM (
@@ -427,10 +472,13 @@ BEGIN
    WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id AND v_unmet = 0
      AND STATUS = COALESCE(v_task_run_status, 'IN-PROGRESS')
   RETURNING TASK_RUN_ID, ATTEMPT_COUNT INTO v_queued_task_run_id, v_attempt_number;
-  PERFORM etl_craft._fail('EC020', 'task run ' || tr.TASK_RUN_ID || ' is ' || tr.STATUS || ', expected ' || COALESCE(CAST(v_task_run_status AS text), 'NULL') || '; someone else changed it: read its status again')
+  SELECT 'EC020: ' || ('task run ' || tr.TASK_RUN_ID || ' is ' || tr.STATUS || ', expected ' || COALESCE(CAST(v_task_run_status AS text), 'NULL') || '; someone else changed it: read its status again') INTO v_failure
     FROM etl_craft.AUD_TASK_RUN_LOG tr
    WHERE tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = p_task_id
      AND v_unmet = 0 AND v_queued_task_run_id IS NULL;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
     (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND)
   SELECT v_queued_task_run_id, v_attempt_number, 'QUEUED',

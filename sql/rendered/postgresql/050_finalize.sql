@@ -41,26 +41,38 @@ CREATE FUNCTION etl_craft.finalize_run(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, sla_status text, output_revision integer, consumed integer)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_status text;
   v_new_status text;
   v_consumed bigint;
 BEGIN
   -- PostgreSQL: lock the run row for this call (SQLite: BEGIN IMMEDIATE already admits one writer).
   SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
-  PERFORM etl_craft._fail('EC021', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P')
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || COALESCE(' (ended ' || COALESCE(to_char(r.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || r.ENDED_BY || ')', '') || ', expected IN-PROGRESS; only a run in progress is finalized: read its status again')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || COALESCE(' (ended ' || COALESCE(to_char(r.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || r.ENDED_BY || ')', '') || ', expected IN-PROGRESS; only a run in progress is finalized: read its status again') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'IN-PROGRESS';
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is supervised by ' || r.OWNER_ID || ' (lease until ' || COALESCE(to_char(r.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected ' || p_owner_id || '; its supervisor finalizes it: wait for it, or let its lease expire')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is supervised by ' || r.OWNER_ID || ' (lease until ' || COALESCE(to_char(r.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected ' || p_owner_id || '; its supervisor finalizes it: wait for it, or let its lease expire') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r
    WHERE r.PIPELINE_RUN_ID = p_run_id AND p_owner_id IS NOT NULL AND r.OWNER_ID <> p_owner_id
      AND r.LEASE_EXPIRES_AT >= v_now;
-  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be finalized while ' || x.live || '; wait for them to end, cancel the run, or run etl-craft reconcile once their owners are gone')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be finalized while ' || x.live || '; wait for them to end, cancel the run, or run etl-craft reconcile once their owners are gone') INTO v_failure
     FROM (SELECT string_agg(l.item, ', ') AS live
             FROM (SELECT 'attempt ' || a.ATTEMPT_ID || ' of task ' || t.TASK_CODE || ' is ' || a.STATUS
                          || COALESCE(' by ' || a.OWNER_ID || ' (lease until ' || COALESCE(to_char(a.LEASE_EXPIRES_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ')', '') AS item
@@ -69,7 +81,10 @@ BEGIN
                    WHERE tr.PIPELINE_RUN_ID = p_run_id AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
                    ORDER BY a.ATTEMPT_ID) l) x
    WHERE x.live IS NOT NULL;
-  PERFORM etl_craft._fail('EC023', 'run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be finalized: task(s) ' || x.unsettled || ' have not settled (SUCCESS, FAILED, SKIPPED or CANCELLED); resume the run to run them, skip them, or cancel the run')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' cannot be finalized: task(s) ' || x.unsettled || ' have not settled (SUCCESS, FAILED, SKIPPED or CANCELLED); resume the run to run them, skip them, or cancel the run') INTO v_failure
     FROM (SELECT string_agg(u.item, ', ') AS unsettled
             FROM (SELECT t.TASK_CODE || ' (' || COALESCE(tr.STATUS, 'never ran') || ')' AS item
                     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_TASKS t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
@@ -78,6 +93,9 @@ BEGIN
                      AND (tr.STATUS IS NULL OR tr.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED'))
                    ORDER BY t.TASK_CODE) u) x
    WHERE x.unsettled IS NOT NULL;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   -- The ending the task runs give; alert tasks count only when every task run is an alert's.
   SELECT CASE WHEN r.CANCEL_REQUESTED_AT IS NOT NULL THEN 'CANCELLED'
               WHEN s.counted > 0 AND s.skipped = s.counted THEN 'SKIPPED'
@@ -109,8 +127,11 @@ BEGIN
      AND (p_owner_id IS NULL OR r.OWNER_ID IS NULL OR r.OWNER_ID = p_owner_id
           OR r.LEASE_EXPIRES_AT < v_now);
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC020', 'run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || COALESCE(' supervised by ' || r.OWNER_ID, '') || ', expected IN-PROGRESS' || COALESCE(' supervised by ' || p_owner_id || ' or unowned', '') || '; someone else changed it: read its status again')
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || COALESCE(' supervised by ' || r.OWNER_ID, '') || ', expected IN-PROGRESS' || COALESCE(' supervised by ' || p_owner_id || ' or unowned', '') || '; someone else changed it: read its status again') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   -- Consumption from the recorded decisions (B62): the latest pipeline decision of each dependency, when SATISFIED.
   INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
     (PIPELINE_RUN_ID, PIPELINE_DEPENDENCY_ID, CONSUMED_PIPELINE_RUN_ID, CONSUMED_REVISION, DECISION_ID, CONSUMED_AT)

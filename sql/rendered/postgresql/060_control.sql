@@ -28,26 +28,38 @@ CREATE FUNCTION etl_craft.pause_pipeline(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pause_id bigint, paused_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_pause_id bigint;
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist; list pipelines with etl-craft list')
+  SELECT 'EC021: ' || ('pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist; list pipelines with etl-craft list') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES WHERE PIPELINE_ID = p_pipeline_id);
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
    WHERE z.PIPELINE_ID = p_pipeline_id AND z.RESUMED_AT IS NULL;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   -- ON CONFLICT: a pause another caller committed meanwhile wins, and this call is refused below (EC023).
   INSERT INTO etl_craft.AUD_PIPELINE_PAUSES (PIPELINE_ID, PAUSED_AT, PAUSED_BY, PAUSED_BY_KIND, PAUSE_REASON)
   VALUES (p_pipeline_id, v_now, etl_craft._actor(), etl_craft._actor_kind(), p_reason)
   ON CONFLICT (PIPELINE_ID) WHERE RESUMED_AT IS NULL DO NOTHING
   RETURNING PAUSE_ID INTO v_pause_id;
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE)
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
    WHERE z.PIPELINE_ID = p_pipeline_id AND v_pause_id IS NULL AND z.RESUMED_AT IS NULL;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   RETURN QUERY
   SELECT q.pause_id::bigint, q.paused_at::timestamptz
     FROM (
@@ -83,25 +95,34 @@ CREATE FUNCTION etl_craft.resume_pipeline(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pause_id bigint, resumed_at timestamptz)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_pause_id bigint;
 BEGIN
-  PERFORM etl_craft._fail('EC021', 'pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist; list pipelines with etl-craft list')
+  SELECT 'EC021: ' || ('pipeline ' || COALESCE(CAST(p_pipeline_id AS text), 'NULL') || ' does not exist; list pipelines with etl-craft list') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES WHERE PIPELINE_ID = p_pipeline_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   UPDATE etl_craft.AUD_PIPELINE_PAUSES
      SET RESUMED_AT = v_now, RESUMED_BY = etl_craft._actor(), RESUMED_BY_KIND = etl_craft._actor_kind(),
          RESUME_REASON = p_reason
    WHERE PIPELINE_ID = p_pipeline_id AND RESUMED_AT IS NULL
   RETURNING PAUSE_ID INTO v_pause_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC023', 'pipeline ' || p.PIPELINE_CODE || ' is not paused' || COALESCE(' (it was resumed ' || COALESCE(to_char(l.RESUMED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || l.RESUMED_BY || ')', '') || ', expected paused; there is nothing to resume')
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is not paused' || COALESCE(' (it was resumed ' || COALESCE(to_char(l.RESUMED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || l.RESUMED_BY || ')', '') || ', expected paused; there is nothing to resume') INTO v_failure
     FROM etl_craft.CFG_PIPELINES p
     LEFT JOIN etl_craft.AUD_PIPELINE_PAUSES l ON l.PAUSE_ID = (SELECT MAX(z.PAUSE_ID) FROM etl_craft.AUD_PIPELINE_PAUSES z WHERE z.PIPELINE_ID = p.PIPELINE_ID)
    WHERE p.PIPELINE_ID = p_pipeline_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   RETURN QUERY
   SELECT q.pause_id::bigint, q.resumed_at::timestamptz
     FROM (
@@ -143,11 +164,14 @@ CREATE FUNCTION etl_craft.record_action(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (action_id bigint)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_action_id bigint;
 BEGIN
   INSERT INTO etl_craft.AUD_ACTIONS

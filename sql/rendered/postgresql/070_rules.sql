@@ -36,11 +36,14 @@ CREATE FUNCTION etl_craft.record_rule_flags(
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (business_rule_id bigint, flagged bigint, cleared bigint, active bigint)
 LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
   v_rows bigint;
+  v_failure text;
   v_task_run_id bigint;
   v_pipeline_run_id bigint;
   v_task_id bigint;
@@ -50,27 +53,42 @@ BEGIN
   BEGIN
     PERFORM CAST(p_failing_keys AS jsonb);
   EXCEPTION WHEN invalid_text_representation THEN
-    PERFORM etl_craft._fail('EC023', 'failing_keys is a JSON array of the keys (strings of at most 512 characters) that break the rule, such as ["42", "57"], not ' || COALESCE(CAST(p_failing_keys AS text), 'NULL'));
+    SELECT 'EC023: ' || ('failing_keys is a JSON array of the keys (strings of at most 512 characters) that break the rule, such as ["42", "57"], not ' || COALESCE(CAST(p_failing_keys AS text), 'NULL')) INTO v_failure;
+    IF FOUND THEN
+      RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+    END IF;
   END;
-  PERFORM etl_craft._fail('EC023', 'failing_keys is a JSON array of the keys (strings of at most 512 characters) that break the rule, such as ["42", "57"], not ' || COALESCE(CAST(p_failing_keys AS text), 'NULL'))
+  SELECT 'EC023: ' || ('failing_keys is a JSON array of the keys (strings of at most 512 characters) that break the rule, such as ["42", "57"], not ' || COALESCE(CAST(p_failing_keys AS text), 'NULL')) INTO v_failure
     WHERE p_failing_keys IS NULL OR jsonb_typeof(CAST(p_failing_keys AS jsonb)) <> 'array'
        OR EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(p_failing_keys AS jsonb)) e
                    WHERE jsonb_typeof(e) NOT IN ('string', 'null')
                       OR (jsonb_typeof(e) = 'string' AND length(e #>> '{}') > 512));
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS SET HEARTBEAT_AT = v_now
    WHERE ATTEMPT_ID = p_attempt_id AND STATUS = 'RUNNING' AND OWNER_ID = p_owner_id
   RETURNING TASK_RUN_ID INTO v_task_run_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
-  PERFORM etl_craft._fail('EC021', 'attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P')
+  SELECT 'EC021: ' || ('attempt ' || COALESCE(CAST(p_attempt_id AS text), 'NULL') || ' does not exist; a run''s attempts are listed by etl-craft status --pipeline_code P') INTO v_failure
     WHERE v_rows = 0 AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id);
-  PERFORM etl_craft._fail('EC020', 'attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || ', expected RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; no flag was recorded: only the process running the attempt records what it found')
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('attempt ' || ATTEMPT_ID || ' is ' || STATUS || COALESCE(' owned by ' || OWNER_ID, ' (unowned)') || ', expected RUNNING owned by ' || COALESCE(CAST(p_owner_id AS text), 'NULL') || '; no flag was recorded: only the process running the attempt records what it found') INTO v_failure
     FROM etl_craft.AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = p_attempt_id AND v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
   SELECT t.PIPELINE_RUN_ID, t.TASK_ID INTO v_pipeline_run_id, v_task_id
     FROM etl_craft.AUD_TASK_RUN_LOG t WHERE t.TASK_RUN_ID = v_task_run_id;
-  PERFORM etl_craft._fail('EC021', 'business rule ' || COALESCE(CAST(p_business_rule_id AS text), 'NULL') || ' is not an active rule of task ' || v_task_id || '; the rules of a task are the rows of CFG_BUSINESS_RULES with its TASK_ID and ACTIVE_FLAG Y')
+  SELECT 'EC021: ' || ('business rule ' || COALESCE(CAST(p_business_rule_id AS text), 'NULL') || ' is not an active rule of task ' || v_task_id || '; the rules of a task are the rows of CFG_BUSINESS_RULES with its TASK_ID and ACTIVE_FLAG Y') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_BUSINESS_RULES r
                        WHERE r.BUSINESS_RULE_ID = p_business_rule_id AND r.TASK_ID = v_task_id
                          AND r.ACTIVE_FLAG = 'Y');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
   UPDATE etl_craft.AUD_BUSINESS_RULE_FLAGS
      SET ACTIVE_FLAG = 'N', END_DATE = v_now, CLEARED_BY_ATTEMPT_ID = p_attempt_id
    WHERE BUSINESS_RULE_ID = p_business_rule_id AND ACTIVE_FLAG = 'Y'

@@ -86,7 +86,7 @@ INSERT INTO ENG_TRANSITIONS (ENTITY, TABLE_NAME, FROM_STATUS, TO_STATUS) VALUES
   ('ATTEMPT', 'AUD_TASK_ATTEMPTS', 'RUNNING', 'LOST'),
   ('ATTEMPT', 'AUD_TASK_ATTEMPTS', 'RUNNING', 'CANCELLED');
 INSERT INTO ENG_ERROR_CODES (CODE, NAME, EXIT_CODE, SUMMARY) VALUES
-  ('EC001', 'ENGINE_ONLY_WRITE', 10, 'a write to an AUD_, CFG_ or ENG_ table that did not come through etl-craft'),
+  ('EC001', 'ENGINE_ONLY_WRITE', 10, 'a write to an AUD_, CFG_ or ENG_ table that did not come through etl-craft (or through etl-craft migrate, for the ENG_ rules and the ledger), or an actor that is not a name'),
   ('EC002', 'APPEND_ONLY', 11, 'an UPDATE or DELETE of an append-only row (audit history, ended attempts)'),
   ('EC003', 'STAMP_COLUMN', 12, 'CREATED_BY/CREATED_DATE/UPDATED_BY/UPDATED_DATE set by hand; etl-craft writes them'),
   ('EC010', 'ILLEGAL_TRANSITION', 13, 'a status change that the state machine does not allow'),

@@ -50,4 +50,5 @@
 -- @locks none
 -- @errors EC021 no such run, or the task is not an active task of the run's pipeline; EC023 command is not TASK,
 --   FORCE or RERUN
+-- @readonly yes
 -- @end judge_task_command

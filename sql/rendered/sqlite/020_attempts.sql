@@ -14,6 +14,7 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- @end retry_policy
 
 -- @function claim_attempt

@@ -20,6 +20,7 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- @end ready_tasks
 
 -- @function task_dependencies
@@ -33,4 +34,5 @@
 -- @transition none (reads only)
 -- @locks none
 -- @errors EC021 no such run
+-- @readonly yes
 -- @end task_dependencies

@@ -1,9 +1,15 @@
 -- 090_guards: the rules the Engine DB keeps by itself, whoever writes to it.
 --   * engine-only writes: every AUD_, CFG_ and ENG_ table and SCHEMA_MIGRATIONS refuse a write that does not
 --     carry etl-craft's actor marker (EC001);
+--   * migrate-only writes (PostgreSQL): ENG_STATUSES, ENG_TRANSITIONS, ENG_ERROR_CODES and SCHEMA_MIGRATIONS are
+--     written only by etl-craft migrate, which holds the migration lock, so they never disagree with the triggers
+--     and functions rendered from the same files (EC001);
 --   * append-only history: audit rows and ended attempts never change (EC002);
 --   * stamps: CREATED_BY/CREATED_DATE/UPDATED_BY/UPDATED_DATE of CFG_ rows hold the actor, never a hand-set
 --     value (EC003), and every CFG_ change is recorded in AUD_METADATA_CHANGES with before/after images;
+--   * actor columns (PostgreSQL): the *_BY and ACTOR columns of the other tables, with their *_KIND, are set to
+--     the actor the transaction is marked with, never to a name a statement gives; a malformed marker is refused
+--     (EC001) before it reaches a column;
 --   * transitions: a STATUS change not listed in sql/state_machine.yaml is refused (EC010);
 --   * derived columns: an attempt's PIPELINE_RUN_ID is its task run's, whatever the insert gave.
 -- Rendered against the live catalog (tables), so the SQLite images list every column of each CFG_ table.
@@ -1309,6 +1315,26 @@ CREATE TRIGGER _010_eng_error_codes__engine_only_delete BEFORE DELETE ON ENG_ERR
 WHEN etl_craft_actor() IS NULL
 BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on ENG_ERROR_CODES refused: ENG_ERROR_CODES is written only by etl-craft; it is maintained by etl-craft init-db and etl-craft migrate');
+END;
+
+-- ENG_SETTINGS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_eng_settings__engine_only_insert;
+CREATE TRIGGER _010_eng_settings__engine_only_insert BEFORE INSERT ON ENG_SETTINGS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on ENG_SETTINGS refused: ENG_SETTINGS is written only by etl-craft; it is maintained by etl-craft init-db and etl-craft migrate');
+END;
+DROP TRIGGER IF EXISTS _010_eng_settings__engine_only_update;
+CREATE TRIGGER _010_eng_settings__engine_only_update BEFORE UPDATE ON ENG_SETTINGS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on ENG_SETTINGS refused: ENG_SETTINGS is written only by etl-craft; it is maintained by etl-craft init-db and etl-craft migrate');
+END;
+DROP TRIGGER IF EXISTS _010_eng_settings__engine_only_delete;
+CREATE TRIGGER _010_eng_settings__engine_only_delete BEFORE DELETE ON ENG_SETTINGS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on ENG_SETTINGS refused: ENG_SETTINGS is written only by etl-craft; it is maintained by etl-craft init-db and etl-craft migrate');
 END;
 
 -- ENG_STATUSES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)

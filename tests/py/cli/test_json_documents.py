@@ -56,9 +56,10 @@ READS: dict[str, tuple[str, ...]] = {
 }
 SETUP = ("migrate", "run")  # printed while the shared project is built
 NEW_PROJECT = ("init", "init-db")
+POSTGRES_ONLY = ("grant",)  # checked on a PostgreSQL Engine DB, below
 STATE_CHANGING = ("run --init-only", "run --task_code", "run --skip", "run --finalize-only", "reopen", "mark",
                   "pause", "resume", "cancel", "run --backfill")
-FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING}
+FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY}
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -256,3 +257,12 @@ def test_read_only_command_documents(shared: Shared, form: str) -> None:
 def test_init_and_init_db_documents(tmp_path: Path) -> None:
     check("init", _json(tmp_path, "init", "fresh"))
     check("init-db", _json(tmp_path / "fresh", "init-db"))
+
+
+@pytest.mark.postgres
+def test_grant_document(empty_pg_url: str, tmp_path: Path) -> None:
+    """grant --print reads the catalog only: no role is created, so the test needs no role of its own."""
+    assert etl_craft("--engine-url", empty_pg_url, "init-db", cwd=tmp_path).code == 0
+    doc = _json(tmp_path, "--engine-url", empty_pg_url, "grant", "--print", "--prefix", "etlcraft_json_doc")
+    check("grant", doc)
+    assert doc["executed"] is False and doc["roles"]["reader"] == "etlcraft_json_doc_reader"

@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(132);
+SELECT plan(137);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -40,6 +40,8 @@ INSERT INTO writes VALUES
   ('ENG_STATUSES', $$INSERT INTO etl_craft.eng_statuses VALUES ('PGTAP', 'DONE', 'Y', NULL)$$),
   ('ENG_TRANSITIONS', $$INSERT INTO etl_craft.eng_transitions VALUES ('PGTAP', 'AUD_PGTAP', NULL, 'DONE')$$),
   ('ENG_ERROR_CODES', $$INSERT INTO etl_craft.eng_error_codes VALUES ('EC999', 'PGTAP', 99, 'pgtap')$$),
+  ('ENG_SETTINGS', $$INSERT INTO etl_craft.eng_settings (setting, value, set_at) VALUES ('TEST_MODE', 'Y', now())
+     ON CONFLICT (setting) DO UPDATE SET value = excluded.value$$),
   ('CFG_PROJECTS', $$INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('tp2')$$),
   ('CFG_POOLS', $$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('tpool2')$$),
   ('CFG_BUSINESS_RULES', $$INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
@@ -134,7 +136,7 @@ SELECT set_eq('SELECT tbl FROM writes', 'SELECT * FROM etl_test.owned_tables()',
 
 SELECT etl_test.unmark();
 
--- 100: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
+-- 104: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
 SELECT etl_test.refused(stmt, 'EC001', pattern,
   format('%s on %s without the marker is refused (EC001, the message names the operation and the table)', op, tbl))
   FROM refusals;
@@ -145,8 +147,10 @@ SELECT etl_test.refused($$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('k
   'INSERT on CFG_POOLS refused: CFG_POOLS is written only by etl-craft; _%',
   'a transaction with etl_craft.actor_kind set but no etl_craft.actor is refused (EC001)');
 
--- 25: with the marker, the same INSERTs succeed.
+-- 26: with the marker, the same INSERTs succeed (those on SCHEMA_MIGRATIONS and the ENG_ reference tables in a
+-- transaction that holds etl-craft migrate's lock, as only migrate writes them: migrate_only.test.sql).
 SELECT etl_test.act();
+SELECT etl_test.as_migrate();
 SELECT lives_ok(ins, format('INSERT on %s with the marker succeeds', tbl)) FROM writes ORDER BY tbl;
 
 -- 3: and so do UPDATE and DELETE where no other rule applies (whether TRUNCATE is allowed with the marker is

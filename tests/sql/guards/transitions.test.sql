@@ -178,7 +178,7 @@ SELECT etl_test.refused(
 
 -- 3: an insert in a non-initial status is refused with a message naming the table, the status and the initial ones.
 SELECT throws_like(format(insert_sql, bad),
-  format('%s %s=%%: a new row cannot start in status %s; it starts in %s', upper(tbl), upper(key), bad, initial),
+  format('EC010: %s %s=%%: a new row cannot start in status %s; it starts in %s', upper(tbl), upper(key), bad, initial),
   format('a new %s row in status %s is refused with a message naming the table, the status and %s', upper(tbl), bad,
          initial))
   FROM subjects JOIN (VALUES ('RUN', 'SUCCESS', 'QUEUED or IN-PROGRESS'),

@@ -1,11 +1,12 @@
 -- Proves every named CHECK rule of the engine migrations (0001_engine_schema, 0004_target_hash_version,
--- 0005_gate_waits, 0007_business_rules) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
+-- 0005_gate_waits, 0007_business_rules, 0013_roles) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(203);
+SELECT plan(209);
 
 SELECT etl_test.act();
+SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
 SELECT etl_test.seed();
 -- A rule of extract (0007_business_rules; the seed predates it), and what a flag of it names: the seed's attempt.
 INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
@@ -19,6 +20,8 @@ CREATE TEMP TABLE expected_checks (tbl name, con name) ON COMMIT DROP;
 INSERT INTO expected_checks VALUES
   ('schema_migrations', 'stream_is_valid'), ('schema_migrations', 'kind_is_valid'),
   ('eng_statuses', 'is_terminal_is_y_or_n'),
+  ('eng_settings', 'setting_is_valid'), ('eng_settings', 'set_by_kind_is_valid'),
+  ('eng_settings', 'test_mode_is_y_or_n'), ('eng_settings', 'role_prefix_is_a_name'),
   ('cfg_projects', 'code_is_identifier'), ('cfg_projects', 'max_running_tasks_is_positive'),
   ('cfg_projects', 'active_flag_is_y_or_n'),
   ('cfg_pools', 'pool_name_is_identifier'), ('cfg_pools', 'active_flag_is_y_or_n'),
@@ -64,12 +67,12 @@ INSERT INTO expected_checks VALUES
   ('cfg_business_rules', 'key_column_is_identifier'), ('cfg_business_rules', 'active_flag_is_y_or_n'),
   ('aud_business_rule_flags', 'active_flag_is_y_or_n'), ('aud_business_rule_flags', 'open_flag_has_no_end');
 
--- 1 + 23: the full set of CHECK constraints, then has_check for each table that has any.
+-- 1 + 24: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 80 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 84 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -85,6 +88,21 @@ INSERT INTO violations VALUES
    $$INSERT INTO etl_craft.schema_migrations VALUES ('PROJECT', '9999', 'x', 'ONCE', 'abc', now(), 'pgtap')$$),
   ('eng_statuses', 'is_terminal_is_y_or_n', 'IS_TERMINAL = y (lower case)',
    $$INSERT INTO etl_craft.eng_statuses VALUES ('RUN', 'PAUSED', 'y', NULL)$$),
+  ('eng_settings', 'setting_is_valid', 'SETTING = CLOCK',
+   $$INSERT INTO etl_craft.eng_settings (setting, value, set_at) VALUES ('CLOCK', 'fast', now())$$),
+  ('eng_settings', 'test_mode_is_y_or_n', 'TEST_MODE = yes',
+   $$INSERT INTO etl_craft.eng_settings (setting, value, set_at) VALUES ('TEST_MODE', 'yes', now())
+     ON CONFLICT (setting) DO UPDATE SET value = excluded.value$$),
+  ('eng_settings', 'role_prefix_is_a_name', 'ROLE_PREFIX = Etl Craft',
+   $$INSERT INTO etl_craft.eng_settings (setting, value, set_at) VALUES ('ROLE_PREFIX', 'Etl Craft', now())
+     ON CONFLICT (setting) DO UPDATE SET value = excluded.value$$),
+  ('eng_settings', 'role_prefix_is_a_name', 'ROLE_PREFIX of 55 characters (its roles would not fit in a name)',
+   $$INSERT INTO etl_craft.eng_settings (setting, value, set_at) VALUES ('ROLE_PREFIX', repeat('a', 55), now())
+     ON CONFLICT (setting) DO UPDATE SET value = excluded.value$$),
+  ('eng_settings', 'set_by_kind_is_valid', 'SET_BY_KIND = ROBOT (stamping off)',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.eng_settings (setting, value, set_at, set_by, set_by_kind)
+     VALUES ('CLOCK_NOTE', 'x', now(), 'pgtap', 'ROBOT')$$),
   ('cfg_projects', 'code_is_identifier', 'PROJECT_CODE = 1abc',
    $$UPDATE etl_craft.cfg_projects SET project_code = '1abc'$$),
   ('cfg_projects', 'max_running_tasks_is_positive', 'MAX_RUNNING_TASKS = 0',
@@ -159,9 +177,11 @@ INSERT INTO violations VALUES
   ('aud_pipelines_run_log', 'sla_status_is_valid', 'SLA_STATUS = LATE',
    $$UPDATE etl_craft.aud_pipelines_run_log SET sla_status = 'LATE' WHERE run_key = 'manual:up1'$$),
   ('aud_pipelines_run_log', 'started_by_kind_is_valid', 'STARTED_BY_KIND = ROBOT',
-   $$UPDATE etl_craft.aud_pipelines_run_log SET started_by_kind = 'ROBOT' WHERE run_key = 'manual:up1'$$),
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.aud_pipelines_run_log SET started_by_kind = 'ROBOT' WHERE run_key = 'manual:up1'$$),
   ('aud_pipelines_run_log', 'ended_by_kind_is_valid', 'ENDED_BY_KIND = ROBOT',
-   $$UPDATE etl_craft.aud_pipelines_run_log SET ended_by_kind = 'ROBOT' WHERE run_key = 'manual:up1'$$),
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.aud_pipelines_run_log SET ended_by_kind = 'ROBOT' WHERE run_key = 'manual:up1'$$),
   ('aud_pipelines_run_log', 'owner_has_a_lease', 'OWNER_ID set, LEASE_EXPIRES_AT NULL',
    $$UPDATE etl_craft.aud_pipelines_run_log SET owner_id = 'w1' WHERE run_key = 'manual:up1'$$),
   ('aud_pipelines_run_log', 'owner_has_a_lease', 'LEASE_EXPIRES_AT set, OWNER_ID NULL',
@@ -185,7 +205,8 @@ INSERT INTO violations VALUES
   ('aud_task_attempts', 'retryable_is_y_or_n', 'RETRYABLE = X',
    $$UPDATE etl_craft.aud_task_attempts SET retryable = 'X'$$),
   ('aud_task_attempts', 'requested_by_kind_is_valid', 'REQUESTED_BY_KIND = ROBOT',
-   $$UPDATE etl_craft.aud_task_attempts SET requested_by_kind = 'ROBOT'$$),
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.aud_task_attempts SET requested_by_kind = 'ROBOT'$$),
   ('aud_task_attempts', 'claimed_attempts_have_an_owner', 'CLAIMED_AT set, OWNER_ID NULL',
    $$UPDATE etl_craft.aud_task_attempts SET claimed_at = now()$$),
   ('aud_task_attempts', 'retry_number_is_not_negative', 'RETRY_NUMBER = -1',
@@ -196,7 +217,8 @@ INSERT INTO violations VALUES
      SELECT pipeline_run_id, pipeline_dependency_id, 'MAYBE', 'r', now(), 'etl-craft', 'SYSTEM'
        FROM etl_craft.aud_gate_decisions$$),
   ('aud_gate_decisions', 'decided_by_kind_is_valid', 'DECIDED_BY_KIND = ROBOT',
-   $$INSERT INTO etl_craft.aud_gate_decisions
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_gate_decisions
        (pipeline_run_id, pipeline_dependency_id, result, reason, decided_at, decided_by, decided_by_kind)
      SELECT pipeline_run_id, pipeline_dependency_id, 'UNSATISFIED', 'r', now(), 'etl-craft', 'ROBOT'
        FROM etl_craft.aud_gate_decisions$$),
@@ -234,23 +256,28 @@ INSERT INTO violations VALUES
        (pipeline_run_id, intervention, requested_by, requested_by_kind, requested_at)
      SELECT pipeline_run_id, 'UNDO', 'pgtap', 'HUMAN', now() FROM etl_craft.aud_run_interventions$$),
   ('aud_run_interventions', 'requested_by_kind_is_valid', 'REQUESTED_BY_KIND = ROBOT',
-   $$INSERT INTO etl_craft.aud_run_interventions
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_run_interventions
        (pipeline_run_id, intervention, requested_by, requested_by_kind, requested_at)
      SELECT pipeline_run_id, 'MARK', 'pgtap', 'ROBOT', now() FROM etl_craft.aud_run_interventions$$),
   ('aud_pipeline_pauses', 'paused_by_kind_is_valid', 'PAUSED_BY_KIND = ROBOT',
-   $$UPDATE etl_craft.aud_pipeline_pauses SET paused_by_kind = 'ROBOT'$$),
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.aud_pipeline_pauses SET paused_by_kind = 'ROBOT'$$),
   ('aud_pipeline_pauses', 'resumed_by_kind_is_valid', 'RESUMED_BY_KIND = ROBOT',
-   $$UPDATE etl_craft.aud_pipeline_pauses SET resumed_at = now(), resumed_by = 'pgtap', resumed_by_kind = 'ROBOT'$$),
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.aud_pipeline_pauses SET resumed_at = now(), resumed_by = 'pgtap', resumed_by_kind = 'ROBOT'$$),
   ('aud_pipeline_pauses', 'resume_names_its_actor', 'RESUMED_AT set, RESUMED_BY NULL',
    $$UPDATE etl_craft.aud_pipeline_pauses SET resumed_at = now()$$),
   ('aud_actions', 'actor_kind_is_valid', 'ACTOR_KIND = ROBOT',
-   $$INSERT INTO etl_craft.aud_actions (started_at, actor, actor_kind, command, arguments)
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_actions (started_at, actor, actor_kind, command, arguments)
      VALUES (now(), 'pgtap', 'ROBOT', 'run', '{}')$$),
   ('aud_actions', 'outcome_is_valid', 'OUTCOME = DONE',
    $$INSERT INTO etl_craft.aud_actions (started_at, actor, actor_kind, command, arguments, outcome)
      VALUES (now(), 'pgtap', 'HUMAN', 'run', '{}', 'DONE')$$),
   ('aud_metadata_changes', 'actor_kind_is_valid', 'ACTOR_KIND = ROBOT',
-   $$INSERT INTO etl_craft.aud_metadata_changes
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_metadata_changes
        (changed_at, actor, actor_kind, table_name, row_key, operation, before_json, after_json)
      VALUES (now(), 'pgtap', 'ROBOT', 'CFG_POOLS', 'POOL_ID=1', 'INSERT', NULL, '{}')$$),
   ('aud_metadata_changes', 'operation_is_valid', 'OPERATION = UPSERT',
@@ -272,7 +299,8 @@ INSERT INTO violations VALUES
   ('aud_task_offsets', 'offset_type_is_valid', 'OFFSET_TYPE = FLOAT',
    $$UPDATE etl_craft.aud_task_offsets SET offset_type = 'FLOAT'$$),
   ('aud_target_hash_version', 'recomputed_by_kind_is_valid', 'RECOMPUTED_BY_KIND = ROBOT',
-   $$INSERT INTO etl_craft.aud_target_hash_version
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_target_hash_version
        (target_object, hash_version, recomputed_at, recomputed_by, recomputed_by_kind)
      VALUES ('main.customers', 2, now(), 'pgtap', 'ROBOT')$$),
   ('aud_gate_waits', 'looks_is_positive', 'LOOKS = 0',
@@ -334,7 +362,7 @@ INSERT INTO violations VALUES
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',
   'every CHECK constraint of the migration has a violation case');
 
--- 87: each violation is refused with 23514 by the rule it breaks.
+-- 92: each violation is refused with 23514 by the rule it breaks.
 SELECT throws_ok(stmt, '23514', format('new row for relation "%s" violates check constraint "%s"', tbl, con),
   format('%s %s refuses %s (23514)', upper(tbl), con, what))
   FROM violations ORDER BY tbl, con, what;

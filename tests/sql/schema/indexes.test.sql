@@ -285,7 +285,9 @@ SELECT throws_ok(
   '23505', 'duplicate key value violates unique constraint "ux_gate_wait_open"',
   'a second open pipeline-gate wait of the run is refused by ux_gate_wait_open (a NULL TASK_ID compares equal)');
 
--- ux_eng_transitions: one row per (ENTITY, FROM_STATUS, TO_STATUS), a NULL FROM_STATUS included.
+-- ux_eng_transitions: one row per (ENTITY, FROM_STATUS, TO_STATUS), a NULL FROM_STATUS included (written under
+-- etl-craft migrate's lock, as only migrate writes ENG_TRANSITIONS).
+SELECT etl_test.as_migrate();
 SELECT throws_ok(
   $$INSERT INTO etl_craft.eng_transitions VALUES ('RUN', 'AUD_PIPELINES_RUN_LOG', NULL, 'QUEUED')$$,
   '23505', 'duplicate key value violates unique constraint "ux_eng_transitions"',

@@ -1,9 +1,9 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
 -- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
--- 0012_retries_in_the_engine) create: exactly its 25 tables, each with its full column list, column types and
+-- 0012_retries_in_the_engine, 0013_roles) create: exactly its 26 tables, each with its full column list, column types and
 -- NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
-SELECT plan(154);
+SELECT plan(159);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -27,6 +27,11 @@ INSERT INTO expected_columns VALUES
   ('eng_error_codes', 2, 'name', 'character varying(64)', true),
   ('eng_error_codes', 3, 'exit_code', 'integer', true),
   ('eng_error_codes', 4, 'summary', 'text', true),
+  ('eng_settings', 1, 'setting', 'character varying(64)', true),
+  ('eng_settings', 2, 'value', 'character varying(256)', true),
+  ('eng_settings', 3, 'set_at', 'timestamp with time zone', true),
+  ('eng_settings', 4, 'set_by', 'character varying(128)', true),
+  ('eng_settings', 5, 'set_by_kind', 'character varying(16)', true),
   ('cfg_projects', 1, 'project_id', 'bigint', true),
   ('cfg_projects', 2, 'project_code', 'character varying(128)', true),
   ('cfg_projects', 3, 'project_name', 'character varying(256)', false),
@@ -305,13 +310,13 @@ INSERT INTO expected_columns VALUES
   ('aud_business_rule_flags', 10, 'cleared_by_attempt_id', 'bigint', false);
 
 SELECT tables_are('etl_craft', ARRAY[
-  'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes',
+  'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings',
   'cfg_projects', 'cfg_pools', 'cfg_pipelines', 'cfg_tasks',
   'cfg_task_parameters', 'cfg_pipeline_dependency', 'cfg_task_dependency', 'aud_pipelines_run_log',
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
   'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags'
-]::name[], 'etl_craft holds exactly the 25 Engine DB tables of the migrations, no more and no fewer');
+]::name[], 'etl_craft holds exactly the 26 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -333,6 +338,7 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('schema_migrations'::name, ARRAY['stream', 'version']::name[]),
     ('eng_statuses'::name, ARRAY['entity', 'status']::name[]),
     ('eng_error_codes'::name, ARRAY['code']::name[]),
+    ('eng_settings'::name, ARRAY['setting']::name[]),
     ('cfg_projects'::name, ARRAY['project_id']::name[]),
     ('cfg_pools'::name, ARRAY['pool_id']::name[]),
     ('cfg_pipelines'::name, ARRAY['pipeline_id']::name[]),
@@ -434,7 +440,7 @@ SELECT set_eq(
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
   'etl_craft has exactly the 44 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
-  FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
+  FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
                      'aud_target_hash_version']::name[]) tbl;
 
 SELECT * FROM finish();

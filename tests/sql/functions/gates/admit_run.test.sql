@@ -68,6 +68,7 @@ SELECT is((SELECT row(status, owner_id)::text FROM etl_craft.aud_pipelines_run_l
 -- 17-18: a paused pipeline starts no run (EC023).
 UPDATE etl_craft.aud_pipelines_run_log SET status = 'SUCCESS', end_date = etl_craft.clock_now(), owner_id = NULL,
        lease_expires_at = NULL WHERE run_key = 'schedule:1';
+SELECT etl_test.act('ops@host');  -- the pause records the actor its transaction is marked with
 INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind, pause_reason)
   VALUES (etl_test.gates_pipeline('g_down'), etl_craft.clock_now(), 'ops@host', 'HUMAN', 'freeze');
 SELECT etl_test.refused($$ SELECT * FROM etl_craft.admit_run(

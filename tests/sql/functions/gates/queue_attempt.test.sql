@@ -116,7 +116,8 @@ SELECT etl_test.refused($$ SELECT * FROM etl_craft.queue_attempt(p_run_id => 999
                         'EC021', 'run 999 does not exist%', 'an unknown run is not found (EC021)');
 
 -- 23: a paused pipeline starts no task.
-SELECT etl_test.refused($$ INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind)
+SELECT etl_test.refused($$ SELECT etl_test.act('ops@host');  -- the pause records the actor of its transaction
+                           INSERT INTO etl_craft.aud_pipeline_pauses (pipeline_id, paused_at, paused_by, paused_by_kind)
                              VALUES (etl_test.gates_pipeline('g_down'), etl_craft.clock_now(), 'ops@host', 'HUMAN');
                            SELECT * FROM etl_craft.queue_attempt(
                              p_run_id => (SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'schedule:1'),

@@ -1,0 +1,14 @@
+-- 075_targets: which HASH_KEY formula each warehouse target's rows carry (AUD_TARGET_HASH_VERSION), recorded through
+-- the write API like every other row of the Engine DB, so the process that records it needs EXECUTE only.
+
+-- @function record_hash_version
+-- @args target_object text, hash_version int
+-- @returns target_object text, hash_version int, recomputed_at timestamptz
+-- @purpose Record that every row of the warehouse target target_object (its lower-case qualified name) carries
+--   HASH_KEY values of formula hash_version: after the warehouse commit of an attempt that created the target, or
+--   merged into one whose rows had no hash yet, and after etl-craft rehash. The target's one row in
+--   AUD_TARGET_HASH_VERSION is written or replaced, with the actor and the time.
+-- @transition none (writes the target's AUD_TARGET_HASH_VERSION row)
+-- @locks the target's AUD_TARGET_HASH_VERSION row
+-- @errors EC023 target_object is empty, or hash_version is below 1
+-- @end record_hash_version
