@@ -253,6 +253,14 @@ class MigrationKind(StrEnum):
     REPEATABLE = "REPEATABLE"
 
 
+@unique
+class EngineSetting(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    TEST_MODE = "TEST_MODE"
+    ROLE_PREFIX = "ROLE_PREFIX"
+
+
 #: Every enum above by the name state_machine.yaml gives it.
 ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
@@ -277,4 +285,5 @@ ENUMS: dict[str, type[StrEnum]] = {
     "Flag": Flag,
     "MigrationStream": MigrationStream,
     "MigrationKind": MigrationKind,
+    "EngineSetting": EngineSetting,
 }

@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import RefusedByPolicyError
-from etlcraft.core.states import ActorKind
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.render import MIGRATE_LOCK_KEY

@@ -53,6 +53,8 @@ ENUM_COLUMNS = {
     ("CFG_PIPELINE_DEPENDENCY", "DEPENDENCY_TYPE"): "DependencyType",
     ("CFG_TASK_DEPENDENCY", "DEPENDENCY_TYPE"): "DependencyType",
     ("CFG_BUSINESS_RULES", "RULE_TYPE"): "RuleType",
+    ("ENG_SETTINGS", "SETTING"): "EngineSetting",
+    ("ENG_SETTINGS", "SET_BY_KIND"): "ActorKind",
 }
 
 
