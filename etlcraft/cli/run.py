@@ -69,7 +69,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     the run ends when all its tasks have settled, else it stays IN-PROGRESS for the next etl-craft run.
 
     Exits 0 when the run (or the task) ends SUCCESS or SKIPPED, 9 when it ends FAILED or CANCELLED, 25 when it is
-    left unfinished (stopped by SIGTERM or SIGHUP, or its lease was lost), 26 when --task_code recorded nothing
+    left unfinished (stopped by SIGTERM, SIGHUP or SIGINT, or its lease was lost), 26 when --task_code recorded nothing
     because T's dependencies are not met yet.
     """
     _check_options(task_code, rerun, with_downstream, ignore_dependencies, force, init_only, finalize_only, run_id,

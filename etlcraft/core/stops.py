@@ -1,4 +1,4 @@
-"""Stop signals (SIGTERM, SIGHUP) held back while a block runs that must not be cut in half: an Engine DB
+"""Stop signals (SIGTERM, SIGHUP, SIGINT) held back while a block runs that must not be cut in half: an Engine DB
 transaction (a connection interrupted mid-statement cannot even be rolled back cleanly on PostgreSQL), the claim of
 an attempt and the start of its task process. The signal is delivered, to the handler it had, when the block
 ends."""
@@ -11,14 +11,14 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-_STOPS = (_signal.SIGTERM, _signal.SIGHUP)
+_STOPS = (_signal.SIGTERM, _signal.SIGHUP, _signal.SIGINT)
 
 
 @contextlib.contextmanager
 def holding_stops() -> Iterator[None]:
-    """Hold SIGTERM and SIGHUP until the block ends, then deliver them to the handlers they had (B3). Blocks nest:
-    an inner block hands what it held to the outer one. Outside the main thread, where handlers cannot be changed
-    (and where signals are never delivered), the block runs as is."""
+    """Hold SIGTERM, SIGHUP and SIGINT until the block ends, then deliver them to the handlers they had (B3).
+    Blocks nest: an inner block hands what it held to the outer one. Outside the main thread, where handlers cannot
+    be changed (and where signals are never delivered), the block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

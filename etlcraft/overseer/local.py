@@ -61,7 +61,7 @@ class RunOutcome:
 
 
 class Interrupted(Exception):
-    """SIGTERM or SIGHUP reached the overseer: its attempts are interrupted, not failed (interrupt_attempt)."""
+    """SIGTERM, SIGHUP or SIGINT reached the overseer: its attempts are interrupted, not failed (interrupt_attempt)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -71,12 +71,13 @@ class Interrupted(Exception):
 
 @contextlib.contextmanager
 def signals_as_interrupts() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into Interrupted for the code inside (B3: every run path stops its children)."""
+    """Turn SIGTERM, SIGHUP and SIGINT (Ctrl-C) into Interrupted for the code inside (B3: every run path stops its
+    children, and records their attempts interrupted, not failed)."""
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         yield
     finally:

@@ -120,8 +120,11 @@ def test_an_orphaned_task_that_finishes_within_its_lease_keeps_its_outcome(
     assert task["status"] == "SUCCESS", "the task process records its own outcome: the parent is not needed"
 
 
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_mid_run__the_tasks_are_interrupted_not_failed__the_advised_resume_runs_them_again_and_succeeds(
-        tmp_path: Path, engine_url: str | None) -> None:
+        tmp_path: Path, engine_url: str | None, stop: signal.Signals) -> None:
+    """A stop (SIGTERM, or Ctrl-C's SIGINT) is not the tasks' failure: their attempts are interrupted, using no
+    retry, the run is left IN-PROGRESS, and the resume the message names runs them again to SUCCESS."""
     project = write_project(tmp_path / "p", engine_url, {"slow": [
         Task("work", {"hold": "go"}), Task("side", {"hold": "go"}), Task("after"), Task("last")]},
         [("after", "work", "SUCCESS"), ("last", "after", "SUCCESS"), ("last", "side", "SUCCESS")])
@@ -130,11 +133,12 @@ def test_sigterm_mid_run__the_tasks_are_interrupted_not_failed__the_advised_resu
     wait_for(lambda: len(list((project / "marks").glob("*.start"))) == 2 if (project / "marks").is_dir() else False,
              what="both tasks to start")
     children = [int(p.read_text().split()[1]) for p in (project / "marks").glob("*.start")]
-    parent.send_signal(signal.SIGTERM)
+    parent.send_signal(stop)
     assert parent.wait(timeout=30) == 25
     assert descendants_alive(children) == [], "no task process survives its parent"
     advice = (tmp_path / "run.log").read_text()
     assert "is left IN-PROGRESS to resume" in advice, advice
+    assert "resume it with etl-craft run --pipeline_code slow --run-id 1" in advice, advice
     status = _status(project, "slow", 1)
     assert status["run"]["status"] == "IN-PROGRESS"  # type: ignore[index]
     tasks = {t["task_code"]: t for t in status["tasks"]}  # type: ignore[union-attr]
