@@ -22,6 +22,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from etlcraft.core import parameters
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import MigrationError
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
@@ -207,6 +208,7 @@ def _apply_project_migration(db: EngineDB, conn: sa.Connection, migration: Migra
     for statement in statements:
         db.execute_script(conn, statement)
     db.set_migration(conn, None)
+    _check_parameter_values(db, conn, migration)
     rows = conn.execute(
         sa.text(
             f"SELECT TABLE_NAME, OPERATION, COUNT(*) FROM {db.qualify('AUD_METADATA_CHANGES')}"
@@ -215,6 +217,30 @@ def _apply_project_migration(db: EngineDB, conn: sa.Connection, migration: Migra
         {"name": migration.name},
     )
     return {(table, operation): count for table, operation, count in rows}
+
+
+def _check_parameter_values(db: EngineDB, conn: sa.Connection, migration: Migration) -> None:
+    """Refuse the migration (nothing of it is applied) when a task parameter it inserted or updated has a value its
+    parameter cannot take (RETRIES = 'two'): found here, the value never reaches a run, whose task would fail on it.
+    Unknown parameter names and parameters that do not apply to their task are validate's findings, not refusals."""
+    changes, tasks, values = (db.qualify(t) for t in ("AUD_METADATA_CHANGES", "CFG_TASKS", "CFG_TASK_PARAMETERS"))
+    rows = conn.execute(sa.text(
+        f"SELECT t.TASK_CODE, p.PARAMETER_NAME, p.PARAMETER_VALUE FROM {values} p"
+        f" JOIN {tasks} t ON t.TASK_ID = p.TASK_ID"
+        f" WHERE p.ACTIVE_FLAG = 'Y' AND EXISTS (SELECT 1 FROM {changes} c"
+        "   WHERE c.MIGRATION = :name AND c.TABLE_NAME = 'CFG_TASK_PARAMETERS' AND c.OPERATION IN ('INSERT', 'UPDATE')"
+        "     AND c.ROW_KEY = 'PARAMETER_ID=' || CAST(p.PARAMETER_ID AS VARCHAR(20)))"
+        " ORDER BY t.TASK_CODE, p.PARAMETER_NAME"), {"name": migration.name})
+    for task_code, name, value in rows:
+        if value is None or not str(value).strip():
+            continue  # no value: the parameter's default applies (validate reports it)
+        spec = parameters.parameter(str(name).upper())
+        reason = None if spec is None else spec.check(value)
+        if spec is not None and reason is not None:
+            raise MigrationError(
+                f"{migration.source}: task {task_code}, parameter {spec.name} {reason}; expected {spec.expected}; "
+                "nothing of this migration was applied: correct the value in the file (it has not been applied) "
+                "and run etl-craft migrate again")
 
 
 def _metadata_statements(db: EngineDB, migration: Migration) -> list[str]:

@@ -282,3 +282,25 @@ def test_skip__an_operator_skip_stands__the_run_goes_on_without_the_task__each_c
     assert [(c, a, r) for c, a, r, _ in actions] == [
         ("run --init-only", "tester@cli", 1), ("run --skip", "tester@cli", 1), ("run", "tester@cli", 1)]
     assert json.loads(actions[1][3])["reason"] == "audited by hand"
+
+
+def test_migrate_refuses_a_parameter_value_its_parameter_cannot_take__nothing_of_the_file_is_applied(
+        tmp_path: Path, engine_url: str | None) -> None:
+    """RETRIES = 'two' is refused when it is written, naming the file, the task, the parameter, the value and what
+    is expected, so no run ever meets it; the file is not applied at all, and once corrected it applies."""
+    project = write_project(tmp_path / "p", engine_url, {"flow": [Task("flaky")]}, [])
+    assert etl_craft("migrate", cwd=project).code == 0
+    bad = project / "migrations" / "0002_retries.sql"
+    bad.write_text("INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, "
+                   "'RETRY_DELAY_SECONDS', '5' FROM CFG_TASKS WHERE TASK_CODE = 'flaky';\n"
+                   "INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, "
+                   "'RETRIES', 'two' FROM CFG_TASKS WHERE TASK_CODE = 'flaky';\n")
+    refused = etl_craft("migrate", cwd=project)
+    assert refused.code == 5, refused.err
+    assert ("0002_retries.sql: task flaky, parameter RETRIES is 'two', not a whole number; expected a whole number "
+            "of at least 0; nothing of this migration was applied") in refused.err, refused.err
+    shown = etl_craft("show", "--pipeline_code", "flow", "--format", "json", cwd=project)
+    assert "RETRY_DELAY_SECONDS" not in shown.out, "the file's first statement was not kept either"
+    bad.write_text(bad.read_text().replace("'two'", "'2'"))
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert "RETRY_DELAY_SECONDS" in etl_craft("show", "--pipeline_code", "flow", "--format", "json", cwd=project).out
