@@ -88,6 +88,15 @@ def test_b41_ties_in_merge_dedupe_order__refused_with_examples_and_a_count(wh: W
 
 
 def test_b41_ties_example_list_is_capped_at_five(wh: Wh) -> None:
+    """Seven keys whose two rows tie on MERGE_DEDUPE_ORDER: the tie check counts all seven and shows five."""
+    _scd1_target(wh)
+    rows = " UNION ALL ".join(f"SELECT {i} AS id, '{c}' AS name, 1 AS o" for i in range(1, 8) for c in "ab")
+    _refused(wh, "SCD1_MERGE", rows, r"MERGE_DEDUPE_ORDER \(o DESC\) leaves ties for 7 key\(s\), for example id=1; "
+                                     r"id=2; id=3; id=4; id=5; add a column that breaks the tie", MERGE_KEY="id",
+             MERGE_DEDUPE_ORDER="o DESC")
+
+
+def test_repeated_keys_without_dedupe_order__refused_with_five_examples_and_a_count(wh: Wh) -> None:
     _scd1_target(wh)
     rows = " UNION ALL ".join(f"SELECT {i} AS id, '{c}' AS name" for i in range(1, 8) for c in "ab")
     error = _refused(wh, "SCD1_MERGE", rows, "more than once", MERGE_KEY="id")
