@@ -4,7 +4,9 @@ found, what was expected and the remedy. Reads only: nothing is written to the E
 Checks: codes; handler, action and file columns; task parameters (names, scope, values, required ones); edge
 types and run conditions; dependency cycles in a pipeline and across pipelines; schedules and time zones; one
 TABLE_FORMAT per target (B43); SQL files (one read-only SELECT, $$ tokens, output names: B12, B44, B45, B57);
-ingestion scripts; business rules (a BUSINESS_RULES task has rules, each RULE_SQL one condition: B57).
+ingestion scripts; business rules (a BUSINESS_RULES task has rules, each RULE_SQL one condition: B57). Given the
+project's configuration, also the warehouse: the tables and columns each SELECT reads and each target
+(services.validate_warehouse).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from itertools import pairwise
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters as params
 from etlcraft.core.cron import CronError, parse
 from etlcraft.core.selects import (
@@ -32,6 +35,7 @@ from etlcraft.core.selects import (
 from etlcraft.core.sqltext import describe_tokens, find_tokens, known_text, substitute
 from etlcraft.core.states import state_machine
 from etlcraft.engine.db import EngineDB
+from etlcraft.services import validate_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, find_cycles, load_metadata
 
 SQL_DIR, SCRIPT_DIR = "sql_files", "ingestion_scripts"
@@ -69,17 +73,35 @@ class ValidationReport:
     pipelines: tuple[str, ...]  # the pipelines checked
     tasks: int
     files: int  # SQL files and scripts read
+    warnings: tuple[str, ...] = ()  # checks that could not run (an unreachable warehouse); never a problem
+    notes: tuple[str, ...] = ()  # what the warehouse checks took on trust (tables made by a task's first run)
+    warehouse: str = "offline"  # checked, offline (not asked to), or unreachable
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-def validate(db: EngineDB, project_dir: Path, warehouse_dialect: str, pipeline_code: str | None = None
-             ) -> ValidationReport:
-    """Check the Engine DB's active metadata against the project's files; `pipeline_code` narrows the report
-    to the problems that involve that pipeline."""
-    return check_metadata(load_metadata(db), project_dir, warehouse_dialect, pipeline_code)
+def validate(db: EngineDB, project_dir: Path, warehouse_dialect: str, pipeline_code: str | None = None,
+             config: ProjectConfig | None = None) -> ValidationReport:
+    """Check the Engine DB's active metadata against the project's files and, with `config`, against its
+    warehouse; `pipeline_code` narrows the report to the problems that involve that pipeline."""
+    metadata = load_metadata(db)
+    report = check_metadata(metadata, project_dir, warehouse_dialect, pipeline_code)
+    if config is None:
+        return report
+    found = validate_warehouse.check_warehouse(metadata, config, pipeline_code)
+    problems = [*report.problems, *(_task_problem(p.task, p.check, p.finding, p.value, p.expected, p.remedy)
+                                    for p in found.problems)]
+    warnings = (found.warning,) if found.warning else ()
+    return replace(report, problems=tuple(_ordered(problems, metadata)), warnings=warnings,
+                   notes=tuple(dict.fromkeys(found.notes)), warehouse="unreachable" if warnings else "checked")
+
+
+def _ordered(found: list[Problem], metadata: Metadata) -> list[Problem]:
+    """Problems by pipeline (in metadata order; those of no pipeline first), then by task."""
+    order = {p.code: i for i, p in enumerate(metadata.pipelines)}
+    return sorted(found, key=lambda p: (order.get(p.pipelines[0], len(order)) if p.pipelines else -1, p.task or ""))
 
 
 def check_metadata(metadata: Metadata, project_dir: Path, warehouse_dialect: str,
@@ -96,8 +118,7 @@ def check_metadata(metadata: Metadata, project_dir: Path, warehouse_dialect: str
     found += [*_edge_problems(metadata), *_cycle_problems(metadata), *_format_problems(metadata)]
     if pipeline_code is not None:
         found = [p for p in found if pipeline_code in p.pipelines]
-    order = {p.code: i for i, p in enumerate(metadata.pipelines)}
-    found.sort(key=lambda p: (order.get(p.pipelines[0], len(order)) if p.pipelines else -1, p.task or ""))
+    found = _ordered(found, metadata)
     checked = [p for p in metadata.pipelines if pipeline_code in (None, p.code)]
     tasks = sum(p.task_count for p in checked)
     return ValidationReport(tuple(found), tuple(p.code for p in checked), tasks, files.read)

@@ -82,7 +82,7 @@ def test_init_migrate_validate__the_example_project_is_valid(migrated: Path) -> 
                                      "valid: 2 pipelines, 5 tasks, 5 files read"]
     doc = json.loads(etl_craft("validate", "--format", "json", cwd=migrated).out)
     assert doc == {"schema": "etl-craft/validation/1", "valid": True, "pipelines": ["customer_orders", "shop_ingest"],
-                   "tasks": 5, "files": 5, "problems": []}
+                   "tasks": 5, "files": 5, "warehouse": "checked", "warnings": [], "notes": [], "problems": []}
 
 
 def test_validate_reports_every_problem_and_exits_7(migrated: Path) -> None:
