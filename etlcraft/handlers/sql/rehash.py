@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters as params
-from etlcraft.core.errors import SqlGuardError, UsageError
+from etlcraft.core.errors import NotFoundError, SqlGuardError, UsageError
 from etlcraft.engine import locks
 from etlcraft.engine.db import EngineDB
 from etlcraft.handlers.sql import hashing, versions
@@ -55,7 +55,7 @@ class RehashResult:
 def one_contract(target: str, contracts: Sequence[MergeContract]) -> MergeContract:
     """The contract every merge task writing the target agrees on."""
     if not contracts:
-        raise UsageError(f"no active SCD1_MERGE or SCD2_MERGE task writes {target}; rehash takes MERGE_KEY and "
+        raise NotFoundError(f"no active SCD1_MERGE or SCD2_MERGE task writes {target}; rehash takes MERGE_KEY and "
                          "MERGE_COMPARE_COLUMNS from the merge tasks of the target: check TARGET_OBJECT, or the "
                          "name given to --target")
     first = contracts[0]

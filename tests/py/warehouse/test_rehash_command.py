@@ -60,4 +60,4 @@ def test_rehash_command__merge_tasks_disagree__refused(wh: Wh) -> None:
     assert refused.code == 2
     assert "the merge tasks writing" in refused.err and "disagree on MERGE_KEY or MERGE_COMPARE_COLUMNS" in refused.err
     nobody = etl_craft("rehash", "--target", f"{wh.schema}.nothing", cwd=wh.project)
-    assert nobody.code == 2 and "no active SCD1_MERGE or SCD2_MERGE task writes" in nobody.err
+    assert nobody.code == 22 and "no active SCD1_MERGE or SCD2_MERGE task writes" in nobody.err
