@@ -38,7 +38,7 @@ verify: install ## Fail when the rendered SQL differs from the checked-in snapsh
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
 
 snapshot: install ## Re-render sql/rendered/ after a deliberate change to the SQL templates
-	ETLCRAFT_UPDATE_SNAPSHOT=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
+	ETL_CRAFT_UPDATE_SNAPSHOT=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
 
 bench: install ## Run every benchmark in bench/ and print its figures
 	@set -e; found=0; for script in bench/*.py; do [ -e "$$script" ] || continue; found=1; \

@@ -26,7 +26,7 @@ each step's checkpoint, and whether the targets of issue 5 are met.
 
     python bench/actions.py [--rows 1000000] [--changed 100000] [--warehouses postgresql,duckdb]
 
-Creates and drops its own PostgreSQL database through ETLCRAFT_TEST_PG_URL (default
+Creates and drops its own PostgreSQL database through ETL_CRAFT_TEST_PG_URL (default
 postgresql://root@127.0.0.1:5432/test) and a DuckDB file in a temporary folder; the Engine DB is a migrated SQLite
 file in the same folder.
 """
@@ -61,7 +61,7 @@ from etlcraft.handlers.context import HandlerResult, TaskContext
 from etlcraft.handlers.sql import run_sql_task
 from etlcraft.warehouse.connection import open_warehouse
 
-ADMIN = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+ADMIN = os.environ.get("ETL_CRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
 BENCH = Actor("bench", ActorKind("SYSTEM"))
 SCHEMA = "bench"
 COLUMNS = ("id", "customer", "amount", "qty", "status", "updated_at")

@@ -33,7 +33,7 @@ counts it (pg_stat_user_functions, with track_functions set for the pgbench sess
 one client, so no lock waits; the protocol, parsing and commit around each call are left out. Of all the
 figures it moves least between runs, so it is the one to compare two versions of the functions with.
 
-Uses ETLCRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
+Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call_on, function_specs
 from etlcraft.engine.migrations import migrate
 
-ADMIN = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+ADMIN = os.environ.get("ETL_CRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
 WORKER = Actor("bench-worker", ActorKind("WORKER"))
 PATHS = ["raw", "functions", "batched", "minimal"]
 BATCH = 8  # the last column: the function path claiming up to 8 attempts per claim_attempt (max_attempts)

@@ -11,7 +11,7 @@ in a process of its own. Orchestration overhead per task is (T100 - T1) / 100, i
 
     python bench/overhead.py [--tasks 100] [--repeat 1] [--slots 4] [--dialects sqlite,postgresql]
 
-Uses ETLCRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
+Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 T1 and T100 are the median of --repeat runs (T1 of at least three).
 """
 
@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+ADMIN = os.environ.get("ETL_CRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
 TARGET_RATIO = 3.0
 NOOP_SCRIPT = '''from etlcraft.scripting import ScriptResult
 
@@ -99,7 +99,7 @@ def write_project(root: Path, engine_url: str | None, tasks: int, slots: int) ->
 
 def etl_craft(project: Path, *args: str) -> float:
     """Run etl-craft in `project`; the wall-clock seconds it took. Fails loudly when the command fails."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETL_CRAFT_", "ETL_CRAFT_"))}
     environ["ETL_CRAFT_ACTOR"] = "bench@overhead"
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))  # this checkout
     started = time.perf_counter()
@@ -144,7 +144,7 @@ def measure(dialect: str, workdir: Path, tasks: int, repeat: int, slots: int) ->
         def timed(pipeline: str, count: int, times: int) -> float:
             seconds = []
             for _ in range(times):
-                seconds.append(etl_craft(project, "run", "--pipeline_code", pipeline))
+                seconds.append(etl_craft(project, "run", "--pipeline-code", pipeline))
                 check_run(engine, schema, pipeline, count)
             return statistics.median(seconds)
 

@@ -16,7 +16,7 @@ step() { printf '\n== etl-craft %s\n' "$*"; etl_craft "$@"; }
 
 # The id of pipeline $1's run with key $2, read from etl-craft history --format json.
 run_id() {
-  etl_craft history --pipeline_code "$1" --format json | "$python" -c '
+  etl_craft history --pipeline-code "$1" --format json | "$python" -c '
 import json, sys
 print(next(r["pipeline_run_id"] for r in json.load(sys.stdin)["runs"] if r["run_key"] == sys.argv[1]))' "$2"
 }
@@ -29,21 +29,21 @@ cd "$project"
 step init-db
 step migrate
 step validate
-step show --pipeline_code shop_ingest
-step show --pipeline_code customer_orders
+step show --pipeline-code shop_ingest
+step show --pipeline-code customer_orders
 
 # Each run has a key: running the same key again resumes that run instead of starting another one.
-step run --pipeline_code shop_ingest --run-key demo-ingest-1
-step run --pipeline_code customer_orders --run-key demo-transform-1
-step run --pipeline_code shop_ingest --run-key demo-ingest-2
-step run --pipeline_code customer_orders --run-key demo-transform-2
+step run --pipeline-code shop_ingest --run-key demo-ingest-1
+step run --pipeline-code customer_orders --run-key demo-transform-1
+step run --pipeline-code shop_ingest --run-key demo-ingest-2
+step run --pipeline-code customer_orders --run-key demo-transform-2
 
 transform=$(run_id customer_orders demo-transform-2)
 second_ingest=$(run_id shop_ingest demo-ingest-2)
-step status --pipeline_code customer_orders --run-id "$transform"
-step status --pipeline_code shop_ingest --run-id "$second_ingest"
-step history --pipeline_code shop_ingest
-step history --pipeline_code customer_orders
+step status --pipeline-code customer_orders --run-id "$transform"
+step status --pipeline-code shop_ingest --run-id "$second_ingest"
+step history --pipeline-code shop_ingest
+step history --pipeline-code customer_orders
 
 # What the runs left: the offsets in the Engine DB (any tool may read it) and the tables in the warehouse.
 echo

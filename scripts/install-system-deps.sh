@@ -3,9 +3,9 @@
 # server and pg_prove. Needs root (CI runs as root); prints what to do otherwise.
 set -euo pipefail
 
-major=$(psql "${ETLCRAFT_TEST_PG_URL:-postgresql://root@127.0.0.1:5432/test}" -Atc \
+major=$(psql "${ETL_CRAFT_TEST_PG_URL:-postgresql://root@127.0.0.1:5432/test}" -Atc \
   "SELECT current_setting('server_version_num')::int / 10000" 2>/dev/null || echo 15)
-have_pgtap=$(psql "${ETLCRAFT_TEST_PG_URL:-postgresql://root@127.0.0.1:5432/test}" -Atc \
+have_pgtap=$(psql "${ETL_CRAFT_TEST_PG_URL:-postgresql://root@127.0.0.1:5432/test}" -Atc \
   "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgtap'" 2>/dev/null || echo 0)
 
 if command -v pg_prove >/dev/null 2>&1 && [ "$have_pgtap" = "1" ]; then

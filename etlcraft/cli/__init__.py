@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import sys
+import tempfile
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -37,8 +44,47 @@ COMMANDS = {
 }
 
 
+#: Option spellings accepted but not shown: the underscore forms of earlier releases, so scripts keep working.
+OPTION_ALIASES = {"--pipeline_code": "--pipeline-code", "--task_code": "--task-code"}
+
+#: The environment variable prefix, and the one earlier releases read (still accepted, with a warning).
+ENV_PREFIX, DEPRECATED_ENV_PREFIX = "ETL_CRAFT_", "ETLCRAFT_"
+
+
+def spell_options(args: list[str]) -> list[str]:
+    """`args` with every hidden alias (also in its `--name=value` form) replaced by the documented spelling; the
+    tokens after a `--` are left alone."""
+    spelled: list[str] = []
+    for position, arg in enumerate(args):
+        if arg == "--":
+            return spelled + args[position:]
+        name, equals, value = arg.partition("=")
+        spelled.append(OPTION_ALIASES[name] + equals + value if name in OPTION_ALIASES else arg)
+    return spelled
+
+
+def adopt_deprecated_variables(environ: Any = os.environ) -> list[str]:
+    """Copy each ETLCRAFT_X variable to ETL_CRAFT_X unless that is set already, for this process and the task
+    processes it starts; one warning per variable says what to rename. Returns the warnings."""
+    warnings = []
+    for old in sorted(k for k in environ if k.startswith(DEPRECATED_ENV_PREFIX)):
+        new = ENV_PREFIX + old[len(DEPRECATED_ENV_PREFIX):]
+        if new in environ:
+            warnings.append(f"warning: {old} is ignored because {new} is set; remove {old}")
+        else:
+            environ[new] = environ[old]
+            warnings.append(f"warning: {old} is deprecated and will stop working in 1.0.0; rename it {new}")
+    return warnings
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use (the pattern of click's documentation)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        for warning in adopt_deprecated_variables():
+            click.echo(warning, err=True)
+        return super().make_context(info_name, spell_options(list(args)), parent, **extra)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -54,11 +100,11 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="etl-craft")
-@click.option("--project", "project", type=click.Path(file_okay=False, path_type=str), envvar="ETLCRAFT_PROJECT",
+@click.option("--project", "project", type=click.Path(file_okay=False, path_type=str), envvar="ETL_CRAFT_PROJECT",
               default=".", show_default=True, help="The project directory (holding craft-connector.yml).")
-@click.option("--engine-url", envvar="ETLCRAFT_ENGINE_URL",
+@click.option("--engine-url", envvar="ETL_CRAFT_ENGINE_URL",
               help="Use this Engine DB instead of the project's Engine section (postgresql://... or sqlite:///...).")
-@click.option("--engine-schema", envvar="ETLCRAFT_ENGINE_SCHEMA", default=None,
+@click.option("--engine-schema", envvar="ETL_CRAFT_ENGINE_SCHEMA", default=None,
               help="PostgreSQL schema of the Engine DB with --engine-url [default: etl_craft].")
 @click.pass_context
 def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema: str | None) -> None:
@@ -81,3 +127,19 @@ def main() -> None:
     except EtlCraftError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line for the user, the trace in a file
+        where = write_crash_report(exc)
+        click.echo(f"error: etl-craft failed unexpectedly ({type(exc).__name__}: {exc}); the full trace is in "
+                   f"{where}; please attach it to a bug report", err=True)
+        sys.exit(EtlCraftError().exit_code)
+
+
+def write_crash_report(exc: BaseException) -> Path:
+    """Write the trace of an unexpected error to a new file in the system's temporary folder and return its path."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    fd, name = tempfile.mkstemp(prefix=f"etl-craft-crash-{stamp}-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        command = re.sub(r"://([^:/@\s]+):[^@\s]+@", r"://\1:***@", " ".join(sys.argv[1:]))
+        out.write(f"etl-craft {__version__}: {command}\n\n")
+        out.write("".join(traceback.format_exception(exc)))
+    return Path(name)

@@ -12,7 +12,7 @@ from etlcraft.services import audit as service
 
 
 @click.command("audit")
-@click.option("--pipeline_code", "pipeline_code", metavar="P",
+@click.option("--pipeline-code", "pipeline_code", metavar="P",
               help="Only the requests naming pipeline P and the changes to its metadata rows.")
 @click.option("--since", type=click.DateTime(formats=["%Y-%m-%d"]), metavar="YYYY-MM-DD",
               help="Only entries from this day on (00:00 UTC).")

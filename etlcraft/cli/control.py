@@ -12,7 +12,7 @@ from etlcraft.cli.output import emit, format_option
 from etlcraft.services import control
 from etlcraft.services.control import OperationContext, OperationResult, RunRef
 
-_pipeline = click.option("--pipeline_code", "pipeline_code", required=True, metavar="P", help="The pipeline.")
+_pipeline = click.option("--pipeline-code", "pipeline_code", required=True, metavar="P", help="The pipeline.")
 _run_id = click.option("--run-id", type=int, help="The run, by id.")
 _run_key = click.option("--run-key", help="The run, by key.")
 
@@ -32,18 +32,18 @@ def _emit(output_format: str, result: OperationResult) -> None:
 
 @click.command("mark")
 @_pipeline
-@click.option("--task_code", "task_code", metavar="T", help="Mark task T's outcome in the run (else the run's).")
+@click.option("--task-code", "task_code", metavar="T", help="Mark task T's outcome in the run (else the run's).")
 @click.option("--status", required=True, type=click.Choice(control.MARK_STATUSES, case_sensitive=False),
               help="The outcome to record.")
 @_reason("Why (recorded on the run or task run and in AUD_RUN_INTERVENTIONS).")
-@click.option("--rows", "rows", type=click.IntRange(min=0), help="With --task_code: the rows the task wrote.")
+@click.option("--rows", "rows", type=click.IntRange(min=0), help="With --task-code: the rows the task wrote.")
 @_run_id
 @_run_key
 @format_option
 @click.pass_obj
 def mark(ctx: CliContext, pipeline_code: str, task_code: str | None, status: str, reason: str, rows: int | None,
          run_id: int | None, run_key: str | None, output_format: str) -> None:
-    """Record by hand how a run ended, or with --task_code how a task ended in it (SUCCESS, FAILED or SKIPPED),
+    """Record by hand how a run ended, or with --task-code how a task ended in it (SUCCESS, FAILED or SKIPPED),
     for work done or judged outside etl-craft. Refused while a live process runs the run or the task; attempts
     whose owner died are marked LOST first. Marking a task of an ended run reopens the run."""
     request = control.MarkRequest(pipeline_code, status.upper(), reason, task_code, rows, RunRef(run_id, run_key))

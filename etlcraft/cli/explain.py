@@ -11,8 +11,8 @@ from etlcraft.services.control import RunRef
 
 
 @click.command("explain")
-@click.option("--pipeline_code", "pipeline_code", required=True, metavar="P", help="The pipeline.")
-@click.option("--task_code", "task_code", required=True, metavar="T", help="The task to explain.")
+@click.option("--pipeline-code", "pipeline_code", required=True, metavar="P", help="The pipeline.")
+@click.option("--task-code", "task_code", required=True, metavar="T", help="The task to explain.")
 @click.option("--run-id", type=int, help="The run, by id.")
 @click.option("--run-key", help="The run, by key.")
 @format_option

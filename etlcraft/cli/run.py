@@ -1,4 +1,4 @@
-"""etl-craft run --pipeline_code P: run a pipeline on this machine, in the foreground, until its run ends."""
+"""etl-craft run --pipeline-code P: run a pipeline on this machine, in the foreground, until its run ends."""
 
 from __future__ import annotations
 
@@ -32,28 +32,28 @@ _INTERRUPTED = ("its running tasks were stopped and recorded interrupted, which 
 
 
 @click.command("run")
-@click.option("--pipeline_code", "pipeline_code", required=True, metavar="P", help="The pipeline to run.")
+@click.option("--pipeline-code", "pipeline_code", required=True, metavar="P", help="The pipeline to run.")
 @click.option("--run-key", help="The run's key: resumes that run, or creates it when it does not exist.")
 @click.option("--run-id", type=int, help="The existing run to work in.")
 @click.option("--run-date", type=click.DateTime(formats=["%Y-%m-%d"]), help="The date the run runs as of "
               "(default: today in the project's time zone).")
 @click.option("--reason", help="Why this run is started or reopened (recorded).")
-@click.option("--task_code", "task_code", metavar="T", help="Run only task T in the run (its dependencies must be "
+@click.option("--task-code", "task_code", metavar="T", help="Run only task T in the run (its dependencies must be "
               "met unless --ignore-dependencies).")
 @click.option("--rerun", metavar="T", help="Run task T again where it FAILED or was CANCELLED, reopening the run if "
               "it has ended; the tasks its failure skipped run afterwards (now with --with-downstream).")
-@click.option("--with-downstream", is_flag=True, help="With --task_code or --rerun: also run the tasks that depend "
+@click.option("--with-downstream", is_flag=True, help="With --task-code or --rerun: also run the tasks that depend "
               "on T, as their dependencies are met.")
-@click.option("--ignore-dependencies", is_flag=True, help="With --task_code: run T even though its dependencies are "
+@click.option("--ignore-dependencies", is_flag=True, help="With --task-code: run T even though its dependencies are "
               "not met.")
-@click.option("--force", is_flag=True, help="With --task_code: run T even if it succeeded, reopening an ended run "
+@click.option("--force", is_flag=True, help="With --task-code: run T even if it succeeded, reopening an ended run "
               "(recorded as REOPEN).")
 @click.option("--skip", metavar="T", help="Record that task T will not run in the run (SKIPPED by an operator, "
               "with --reason); run nothing.")
 @click.option("--backfill", metavar="FROM:TO", help="One BACKFILL run per date from FROM to TO (YYYY-MM-DD), in "
               "date order, each to its end before the next; needs --reason.")
 @click.option("--init-only", is_flag=True, help="Create and admit the run, print its id, run nothing (for an external "
-              "orchestrator that runs each task with --task_code).")
+              "orchestrator that runs each task with --task-code).")
 @click.option("--finalize-only", is_flag=True, help="End the run from its task runs, run nothing.")
 @format_option
 @click.pass_obj
@@ -65,11 +65,11 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     active run), own it with a lease, start each task as soon as its dependencies are met, one process per
     attempt within the pipeline's slots, and end the run when nothing is left to run.
 
-    With --task_code T or --rerun T, run only T (and with --with-downstream the tasks depending on it) in the run;
+    With --task-code T or --rerun T, run only T (and with --with-downstream the tasks depending on it) in the run;
     the run ends when all its tasks have settled, else it stays IN-PROGRESS for the next etl-craft run.
 
     Exits 0 when the run (or the task) ends SUCCESS or SKIPPED, 9 when it ends FAILED or CANCELLED, 25 when it is
-    left unfinished (stopped by SIGTERM, SIGHUP or SIGINT, or its lease was lost), 26 when --task_code recorded nothing
+    left unfinished (stopped by SIGTERM, SIGHUP or SIGINT, or its lease was lost), 26 when --task-code recorded nothing
     because T's dependencies are not met yet.
     """
     _check_options(task_code, rerun, with_downstream, ignore_dependencies, force, init_only, finalize_only, run_id,
@@ -83,7 +83,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     quiet = output_format == "json"
     if backfill is not None:
         if task or init_only or finalize_only or run_id is not None or run_key is not None:
-            raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task_code, "
+            raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task-code, "
                              "--rerun, --init-only, --finalize-only, --run-id or --run-key")
         first, last = _date_range(backfill)
         with acting_as(actor):
@@ -102,7 +102,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     if skip is not None:
         if task or init_only or finalize_only:
             raise UsageError("--skip records one task as skipped and runs nothing: it cannot be given with "
-                             "--task_code, --rerun, --init-only or --finalize-only")
+                             "--task-code, --rerun, --init-only or --finalize-only")
         with acting_as(actor):
             skipped = skip_task(ctx.engine_db(), ctx.config(), request, skip)
         emit(output_format, skip_json(skipped, skip), lambda: skipped.message)
@@ -112,7 +112,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             created = init_run(ctx.engine_db(), ctx.config(), request)
             emit(output_format, init_json(created),
                  lambda: f"run {created} of {pipeline_code} is IN-PROGRESS; run its tasks with etl-craft run "
-                         f"--pipeline_code {pipeline_code} --run-id {created} --task_code T")
+                         f"--pipeline-code {pipeline_code} --run-id {created} --task-code T")
             return
         try:
             if finalize_only:
@@ -123,7 +123,7 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
         except Interrupted as exc:
             run = f"run {exc.run_id}" if exc.run_id is not None else "the run"
             resume = ("the same command" if task or finalize_only or exc.run_id is None
-                      else f"etl-craft run --pipeline_code {pipeline_code} --run-id {exc.run_id}")
+                      else f"etl-craft run --pipeline-code {pipeline_code} --run-id {exc.run_id}")
             raise IncompleteError(f"etl-craft run was stopped by {exc}; {_INTERRUPTED}; {run} is left IN-PROGRESS to "
                                   f"resume: resume it with {resume}") from exc
     emit(output_format, outcome_json(outcome), lambda: outcome.message)
@@ -133,12 +133,12 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             raise IncompleteError(outcome.message)
         if failed:
             raise RunFailedError(f"{', '.join(failed)} did not succeed in run {outcome.pipeline_run_id}; see "
-                                 f"etl-craft status --pipeline_code {pipeline_code} --run-id {outcome.pipeline_run_id}")
+                                 f"etl-craft status --pipeline-code {pipeline_code} --run-id {outcome.pipeline_run_id}")
         return
     if outcome.status in (RunStatus.FAILED, RunStatus.CANCELLED):
         raise RunFailedError(f"run {outcome.pipeline_run_id} of {pipeline_code} ended {outcome.status}"
                              + (f" (failed: {', '.join(failed)})" if failed else "")
-                             + f"; see etl-craft status --pipeline_code {pipeline_code} --run-id "
+                             + f"; see etl-craft status --pipeline-code {pipeline_code} --run-id "
                              f"{outcome.pipeline_run_id}")
 
 
@@ -146,17 +146,17 @@ def _check_options(task_code: str | None, rerun: str | None, with_downstream: bo
                    force: bool, init_only: bool, finalize_only: bool, run_id: int | None, run_key: str | None) -> None:
     """Refuse option combinations that contradict each other, naming both."""
     if task_code and rerun:
-        raise UsageError("--task_code and --rerun both name a task to run; give one of them")
+        raise UsageError("--task-code and --rerun both name a task to run; give one of them")
     if init_only and finalize_only:
         raise UsageError("--init-only and --finalize-only contradict each other; give one of them")
     if (init_only or finalize_only) and (task_code or rerun):
         flag = "--init-only" if init_only else "--finalize-only"
-        raise UsageError(f"{flag} runs no task, so it cannot be given with --task_code or --rerun")
+        raise UsageError(f"{flag} runs no task, so it cannot be given with --task-code or --rerun")
     if with_downstream and not (task_code or rerun):
-        raise UsageError("--with-downstream needs the task to start from: give --task_code T or --rerun T")
+        raise UsageError("--with-downstream needs the task to start from: give --task-code T or --rerun T")
     for flag, given in (("--ignore-dependencies", ignore_dependencies), ("--force", force)):
         if given and not task_code:
-            raise UsageError(f"{flag} applies to one task: give --task_code T")
+            raise UsageError(f"{flag} applies to one task: give --task-code T")
     if run_id is not None and run_key is not None:
         raise UsageError("--run-id and --run-key both name the run; give one of them")
 

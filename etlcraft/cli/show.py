@@ -12,7 +12,7 @@ from etlcraft.services.metadata import PipelineDetail, TaskEdge, TaskView, show_
 
 
 @click.command("show")
-@click.option("--pipeline_code", "pipeline_code", metavar="P", required=True, help="The pipeline to show.")
+@click.option("--pipeline-code", "pipeline_code", metavar="P", required=True, help="The pipeline to show.")
 @format_option
 @click.pass_obj
 def command(ctx: CliContext, pipeline_code: str, output_format: str) -> None:

@@ -15,14 +15,16 @@ _MARKS = {"SUCCESS": "+", "FAILED": "x", "SKIPPED": "-", "CANCELLED": "/", "IN-P
 
 
 @click.command("status")
-@click.option("--pipeline_code", "pipeline_code", required=True, metavar="P")
+@click.option("--pipeline-code", "pipeline_code", required=True, metavar="P")
 @click.option("--run-id", type=int, help="The run to show (default: the pipeline's one active run).")
+@click.option("--run-key", help="The run to show, by its key (schedule:..., manual:..., or your own).")
 @format_option
 @click.pass_obj
-def status(ctx: CliContext, pipeline_code: str, run_id: int | None, output_format: str) -> None:
+def status(ctx: CliContext, pipeline_code: str, run_id: int | None, run_key: str | None,
+           output_format: str) -> None:
     """Show a run: its identity and status, then one line per task (status, attempts, rows written, duration
     and the first line of its error or reason)."""
-    view = run_status(ctx.existing_engine_db(), pipeline_code, run_id)
+    view = run_status(ctx.existing_engine_db(), pipeline_code, run_id, run_key)
     emit(output_format, _status_document(view), lambda: _status_text(view))
 
 
@@ -53,7 +55,7 @@ def _status_text(view: RunStatus) -> str:
 
 
 @click.command("history")
-@click.option("--pipeline_code", "pipeline_code", required=True, metavar="P")
+@click.option("--pipeline-code", "pipeline_code", required=True, metavar="P")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @format_option
 @click.pass_obj

@@ -15,7 +15,7 @@ ACROSS = "across pipelines"
 
 
 @click.command("validate")
-@click.option("--pipeline_code", "pipeline_code", metavar="P", help="Report only the problems that involve pipeline P.")
+@click.option("--pipeline-code", "pipeline_code", metavar="P", help="Report only the problems that involve pipeline P.")
 @click.option("--offline", is_flag=True, help="Skip the warehouse checks (and the warning when the warehouse cannot be "
               "reached).")
 @format_option

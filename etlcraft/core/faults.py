@@ -1,4 +1,4 @@
-"""Fault points for tests, named by ETLCRAFT_FAULT=name[:mode], a no-op when the variable is unset.
+"""Fault points for tests, named by ETL_CRAFT_FAULT=name[:mode], a no-op when the variable is unset.
 
 At the point called `name`: with no mode, InjectedFaultError is raised; with `kill` the process ends at once with
 exit code 137 (as if killed: no cleanup, no outcome recorded); with `pause` it sleeps up to PAUSE_SECONDS, so a
@@ -14,7 +14,7 @@ import time
 
 from etlcraft.core.errors import InjectedFaultError
 
-VARIABLE = "ETLCRAFT_FAULT"
+VARIABLE = "ETL_CRAFT_FAULT"
 MODES = ("raise", "kill", "pause")
 PAUSE_SECONDS = 60.0
 

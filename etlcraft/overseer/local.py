@@ -1,4 +1,4 @@
-"""`etl-craft run --pipeline_code P`: an overseer for one run, in the foreground.
+"""`etl-craft run --pipeline-code P`: an overseer for one run, in the foreground.
 
 It owns the run with a lease that a heartbeat renews, and loops: what can run now (ready_tasks) is queued,
 claimed and started at once within the pipeline's slots, what can never run is skipped, and every ended task
@@ -318,8 +318,8 @@ class RunLoop:
         code = pause["pipeline_code"]
         self.outcome.message = (
             f"pipeline {code} is paused (by {pause['paused_by']}: {pause['pause_reason'] or 'no reason given'}), so "
-            f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline_code {code}, "
-            f"then etl-craft run --pipeline_code {code} --run-id {self.run_id} carries on")
+            f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline-code {code}, "
+            f"then etl-craft run --pipeline-code {code} --run-id {self.run_id} carries on")
         return True
 
     def _cancel_requested(self) -> bool:
@@ -398,7 +398,7 @@ class RunLoop:
                 self._release()
                 self.outcome.message = (
                     f"run {self.run_id} stays IN-PROGRESS: {len(waiting)} task(s) have not run yet "
-                    f"({', '.join(waiting)}); etl-craft run --pipeline_code {self.settings.pipeline_code} "
+                    f"({', '.join(waiting)}); etl-craft run --pipeline-code {self.settings.pipeline_code} "
                     f"--run-id {self.run_id} runs them")
                 return
         with acting_as(SYSTEM):  # the engine ends the run (ENDED_BY_KIND SYSTEM); operators end runs by mark/cancel

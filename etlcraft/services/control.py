@@ -173,7 +173,7 @@ def mark(ctx: OperationContext, request: MarkRequest) -> OperationResult:
         run_id = resolve_run(db, pipeline, request.run, "mark")
         task_id = _task_id(db, pipeline, request.task_code) if request.task_code else None
         if task_id is None and request.rows_written is not None:
-            raise UsageError("--rows applies to a task's outcome; give --task_code T with it")
+            raise UsageError("--rows applies to a task's outcome; give --task-code T with it")
         before = _attempt_statuses(db, run_id)
         if task_id is None:
             _reconcile(ctx)
@@ -215,7 +215,7 @@ def cancel(ctx: OperationContext, request: CancelRequest) -> OperationResult:
     text = f"run {run_id} of {pipeline.code} is {run.status}" + _lost_text(changed)
     if row.live_attempts:
         text += (f"; cancel requested: {row.live_attempts} attempt(s) still run, and the run ends CANCELLED once "
-                 f"their owners have ended them (watch it with etl-craft status --pipeline_code {pipeline.code} "
+                 f"their owners have ended them (watch it with etl-craft status --pipeline-code {pipeline.code} "
                  f"--run-id {run_id})")
     return OperationResult("cancel", "SUCCESS", action, ctx.actor.name, pipeline.code, text, run, None, changed)
 
@@ -225,7 +225,7 @@ def reopen(ctx: OperationContext, request: ReopenRequest) -> OperationResult:
     next output revision when it ends SUCCESS again."""
     if request.run.run_id is None and request.run.run_key is None:
         raise UsageError(f"reopen needs the run to reopen: give --run-id N or --run-key K (etl-craft history "
-                         f"--pipeline_code {request.pipeline_code} lists the runs)")
+                         f"--pipeline-code {request.pipeline_code} lists the runs)")
     db = ctx.db
     with acting_as(ctx.actor):
         pipeline = find_pipeline(db, request.pipeline_code)
@@ -237,7 +237,7 @@ def reopen(ctx: OperationContext, request: ReopenRequest) -> OperationResult:
     text = (f"run {run_id} of {pipeline.code} is {run.status} again"
             + (" (repair pending: ending SUCCESS publishes revision "
                f"{run.output_revision + 1})" if run.repair_pending else "")
-            + f"; run its tasks with etl-craft run --pipeline_code {pipeline.code} --run-id {run_id}")
+            + f"; run its tasks with etl-craft run --pipeline-code {pipeline.code} --run-id {run_id}")
     return OperationResult("reopen", "SUCCESS", action, ctx.actor.name, pipeline.code, text, run)
 
 
@@ -251,7 +251,7 @@ def pause(ctx: OperationContext, request: PauseRequest) -> OperationResult:
             action = _record(db, conn, "pause", request, pipeline, None, None)
         view = _pause_view(db, pipeline, int(row.pause_id))
     text = (f"pipeline {pipeline.code} is paused: it starts no run and no task until etl-craft resume "
-            f"--pipeline_code {pipeline.code}")
+            f"--pipeline-code {pipeline.code}")
     return OperationResult("pause", "SUCCESS", action, ctx.actor.name, pipeline.code, text, pause=view)
 
 
@@ -275,7 +275,7 @@ def resolve_run(db: EngineDB, pipeline: Pipeline, ref: RunRef, operation: str) -
     Refuses (listing the candidates) rather than guess, and never creates a run."""
     if ref.run_id is not None and ref.run_key is not None:
         raise UsageError("--run-id and --run-key both name the run; give one of them")
-    history = f"etl-craft history --pipeline_code {pipeline.code} lists its runs"
+    history = f"etl-craft history --pipeline-code {pipeline.code} lists its runs"
     with db.read() as conn:
         if ref.run_id is not None:
             row = fetch_one(db, conn, "control_run", run_id=ref.run_id)
@@ -343,7 +343,7 @@ def run_view(db: EngineDB, run_id: int) -> RunView:
     with db.read() as conn:
         row = fetch_one(db, conn, "control_run", run_id=run_id)
     if row is None:
-        raise NotFoundError(f"run {run_id} does not exist; etl-craft history --pipeline_code P lists the runs")
+        raise NotFoundError(f"run {run_id} does not exist; etl-craft history --pipeline-code P lists the runs")
     return RunView(int(row["pipeline_run_id"]), row["pipeline_code"], row["run_key"], row["trigger_kind"],
                    as_date(row["run_date"]), row["status"], int(row["output_revision"]), row["repair_pending"] == "Y",
                    as_time(row["cancel_requested_at"]), as_time(row["end_date"]), row["ended_by"], row["message"])
@@ -389,7 +389,7 @@ def _lost_text(changed: tuple[AttemptChange, ...]) -> str:
 def _task_run_hint(run: RunView) -> str:
     if run.status != "IN-PROGRESS":
         return f"; run {run.pipeline_run_id} is {run.status}"
-    return (f"; run {run.pipeline_run_id} is IN-PROGRESS: run what is left with etl-craft run --pipeline_code "
+    return (f"; run {run.pipeline_run_id} is IN-PROGRESS: run what is left with etl-craft run --pipeline-code "
             f"{run.pipeline_code} --run-id {run.pipeline_run_id}, or end it with --finalize-only")
 
 

@@ -40,7 +40,8 @@ class Pause:
 
 @dataclass(frozen=True)
 class Attempt:
-    number: int
+    id: int  # the attempt id that status and `etl-craft logs --attempt-id` use
+    number: int  # its place among its task run's attempts (1 = the first try)
     status: str
     queued_at: datetime | None
     not_before: datetime | None
@@ -128,8 +129,9 @@ class Retry:
     delay_seconds: float
     backoff: float
     attempts_used: int
-    scheduled_attempt: int | None
+    scheduled_attempt: int | None  # its try number in the task run
     scheduled_at: datetime | None
+    scheduled_attempt_id: int | None  # its attempt id (etl-craft logs --attempt-id)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,8 @@ def explain(snap: Snapshot) -> Explanation:
     scheduled = next((a for a in snap.attempts if a.status == "QUEUED" and a.not_before and a.not_before > snap.now),
                      None)
     retry = Retry(snap.retries, snap.retry_delay, snap.retry_backoff, len(snap.attempts),
-                  scheduled.number if scheduled else None, scheduled.not_before if scheduled else None)
+                  scheduled.number if scheduled else None, scheduled.not_before if scheduled else None,
+                  scheduled.id if scheduled else None)
     return Explanation(snap.pipeline_code, snap.task_code, snap.run_id, snap.run_key, snap.run_date, snap.run_status,
                        snap.pause, snap.task_status or "NOT RUN", snap.task_message, snap.attempts, snap.run_condition,
                        deps, snap.decisions, retry, _verdict(snap, deps), snap.gate_wait)
@@ -189,9 +192,9 @@ def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
     task, run = snap.task_code, f"run {snap.run_id}"
     last = snap.attempts[-1] if snap.attempts else None
     if snap.task_status == "SUCCESS":
-        how = f"in attempt {last.number}" if last and last.status == "SUCCESS" else "(recorded by hand)"
+        how = f"in attempt {last.id}" if last and last.status == "SUCCESS" else "(recorded by hand)"
         return (f"{task} already ran: it succeeded {how}, and nothing runs it again in {run} unless asked to "
-                f"(etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} --task_code {task} "
+                f"(etl-craft run --pipeline-code {snap.pipeline_code} --run-id {snap.run_id} --task-code {task} "
                 "--force).")
     if snap.run_status in RUN_TERMINAL:
         return _ended_run_verdict(snap, deps)
@@ -203,7 +206,7 @@ def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
         return _gate_verdict(snap)
     if snap.pause is not None:
         return (f"Nothing starts {task} while pipeline {snap.pipeline_code} is paused (since "
-                f"{_at(snap.pause.paused_at)} by {snap.pause.paused_by}); etl-craft resume --pipeline_code "
+                f"{_at(snap.pause.paused_at)} by {snap.pause.paused_by}); etl-craft resume --pipeline-code "
                 f"{snap.pipeline_code} would let it run.")
     if snap.task_status in ("FAILED", "CANCELLED"):
         return _ended_verdict(snap, last)
@@ -212,13 +215,13 @@ def _verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
     if snap.task_status == "SKIPPED":
         why = f" ({snap.task_message})" if snap.task_message else ""
         return (f"{task} was skipped{why}; it runs only if its upstream is rerun and then meets its dependencies, "
-                f"or when asked: etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} "
-                f"--task_code {task} --ignore-dependencies.")
+                f"or when asked: etl-craft run --pipeline-code {snap.pipeline_code} --run-id {snap.run_id} "
+                f"--task-code {task} --ignore-dependencies.")
     return _dependency_verdict(snap, deps)
 
 
 def _ended_run_verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
-    task, command = snap.task_code, f"etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id}"
+    task, command = snap.task_code, f"etl-craft run --pipeline-code {snap.pipeline_code} --run-id {snap.run_id}"
     ended = f"Nothing will run {task}: run {snap.run_id} ended {snap.run_status}"
     if snap.task_status in ("FAILED", "CANCELLED"):
         return f"{ended}; {command} --rerun {task} would reopen the run and run {task} again."
@@ -227,18 +230,18 @@ def _ended_run_verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
         upstream = failed[0].upstream
         return (f"{ended} and {upstream} {failed[0].upstream_status}; {command} --rerun {upstream} "
                 f"--with-downstream would run {upstream} again and then {task} once its dependencies are met.")
-    return f"{ended}; {command} --task_code {task} --ignore-dependencies --force would run {task} by hand."
+    return f"{ended}; {command} --task-code {task} --ignore-dependencies --force would run {task} by hand."
 
 
 def _live_verdict(snap: Snapshot, last: Attempt) -> str:
     task = snap.task_code
     if last.status != "QUEUED":
-        return f"{task} is running now (attempt {last.number}, {last.status}); it ends by itself."
+        return f"{task} is running now (attempt {last.id}, {last.status}); it ends by itself."
     if last.not_before is not None and last.not_before > snap.now:
         retry = last.retry_number
-        return (f"{task} runs again when attempt {last.number} (retry {retry} of {snap.retries}) falls due at "
+        return (f"{task} runs again when attempt {last.id} (retry {retry} of {snap.retries}) falls due at "
                 f"{_at(last.not_before)} and an overseer of run {snap.run_id} claims it.")
-    return f"{task} runs as soon as an overseer of run {snap.run_id} claims its queued attempt {last.number}."
+    return f"{task} runs as soon as an overseer of run {snap.run_id} claims its queued attempt {last.id}."
 
 
 def _waiting(snap: Snapshot, scope: str) -> bool:
@@ -266,23 +269,23 @@ def _gate_verdict(snap: Snapshot) -> str:
 
 
 def _ended_verdict(snap: Snapshot, last: Attempt | None) -> str:
-    task, rerun = snap.task_code, (f"etl-craft run --pipeline_code {snap.pipeline_code} --run-id {snap.run_id} "
+    task, rerun = snap.task_code, (f"etl-craft run --pipeline-code {snap.pipeline_code} --run-id {snap.run_id} "
                                    f"--rerun {snap.task_code}")
     if snap.task_status == "CANCELLED":
         return f"Nothing will run {task}: it was cancelled; {rerun} would run it again."
     if last is None:
         return f"Nothing will run {task} again by itself: it was marked FAILED by hand; {rerun} would run it."
     if last.status == "LOST":
-        return (f"{task} runs again when an overseer takes over run {snap.run_id} (etl-craft run --pipeline_code "
-                f"{snap.pipeline_code} --run-id {snap.run_id}): its attempt {last.number} was LOST, so whether it "
+        return (f"{task} runs again when an overseer takes over run {snap.run_id} (etl-craft run --pipeline-code "
+                f"{snap.pipeline_code} --run-id {snap.run_id}): its attempt {last.id} was LOST, so whether it "
                 "finished is unknown, and it is queued again.")
     if last.retryable == "N":
-        return (f"Nothing will run {task} again by itself: attempt {last.number} failed with an error that cannot "
+        return (f"Nothing will run {task} again by itself: attempt {last.id} failed with an error that cannot "
                 f"succeed on a retry; fix the cause, then {rerun}.")
     if last.retry_number >= snap.retries:
-        return (f"Nothing will run {task} again by itself: attempt {last.number} {last.status} and its "
+        return (f"Nothing will run {task} again by itself: attempt {last.id} {last.status} and its "
                 f"{snap.retries} retr{'y' if snap.retries == 1 else 'ies'} are used up; {rerun} would run it again.")
-    return (f"Nothing will run {task} again by itself: attempt {last.number} {last.status} while run {snap.run_id} "
+    return (f"Nothing will run {task} again by itself: attempt {last.id} {last.status} while run {snap.run_id} "
             f"was being cancelled or had ended, so the Engine DB queued no retry; {rerun} would run it again.")
 
 
@@ -331,7 +334,8 @@ def render(ex: Explanation) -> str:
              + (f": {_first_line(ex.task_message)}" if _first_line(ex.task_message) else "")]
     for a in ex.attempts:
         error = _first_line(a.error)
-        lines.append(f"  attempt {a.number}: {a.status}, queued {_at(a.queued_at)}, started {_at(a.started_at)}, "
+        lines.append(f"  attempt {a.id} (try {a.number}): {a.status}, queued {_at(a.queued_at)}, "
+                     f"started {_at(a.started_at)}, "
                      f"ended {_at(a.ended_at)}" + (f", not before {_at(a.not_before)}" if a.not_before else "")
                      + (f"; error: {error}" if error else ""))
     need = "every dependency must be met" if ex.run_condition == "ALL" else "one met dependency is enough"
@@ -351,7 +355,7 @@ def render(ex: Explanation) -> str:
                         else f"{w.outcome} at {_at(w.ended_at)} after {w.looks} look(s)")
                      + f", since {_at(w.first_check_at)}, at most until {_at(w.wait_until)}: {w.waiting_for}")
     r = ex.retry
-    scheduled = (f"attempt {r.scheduled_attempt} is due at {_at(r.scheduled_at)}" if r.scheduled_attempt
+    scheduled = (f"attempt {r.scheduled_attempt_id} is due at {_at(r.scheduled_at)}" if r.scheduled_attempt
                  else "none scheduled")
     lines.append(f"retries: {r.retries} (delay {r.delay_seconds:g} s, backoff {r.backoff:g}); {scheduled}")
     lines.append(f"=> {ex.verdict}")
@@ -405,9 +409,9 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
         None if pause is None else Pause(required_time(pause["paused_at"]), pause["paused_by"], pause["pause_reason"]),
         task["run_condition"], None if task_run is None else task_run["status"],
         None if task_run is None else (task_run["error_message"] or task_run["message"]),
-        tuple(Attempt(int(a["attempt_number"]), a["status"], as_time(a["queued_at"]), as_time(a["not_before"]),
-                      as_time(a["started_at"]), as_time(a["ended_at"]), a["error_message"], a["retryable"],
-                      int(a["retry_number"] or 0))
+        tuple(Attempt(int(a["attempt_id"]), int(a["attempt_number"]), a["status"], as_time(a["queued_at"]),
+                      as_time(a["not_before"]), as_time(a["started_at"]), as_time(a["ended_at"]), a["error_message"],
+                      a["retryable"], int(a["retry_number"] or 0))
               for a in attempts),
         tuple(Edge(_edge_name(e), e["dependency_type"], e["same_pipeline"] == "Y", e["upstream_status"],
                    None if e["upstream_rows_written"] is None else int(e["upstream_rows_written"]),

@@ -32,7 +32,7 @@ from etlcraft.supervisor.child import ChildRequest
 
 @dataclass(frozen=True)
 class TaskRequest:
-    """Run one task of a run (`run --task_code T`, or `--rerun T` for a task that failed), and with_downstream the
+    """Run one task of a run (`run --task-code T`, or `--rerun T` for a task that failed), and with_downstream the
     tasks that depend on it, as their dependencies are met."""
 
     task_code: str
@@ -109,7 +109,7 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
             row = fetch_one(db, conn, "run_header", run_id=request.run_id)
         if row is None or row["pipeline_id"] != pipeline.pipeline_id:
             raise NotFoundError(f"run {request.run_id} is not a run of pipeline {pipeline.code}; "
-                                f"see etl-craft history --pipeline_code {pipeline.code}")
+                                f"see etl-craft history --pipeline-code {pipeline.code}")
         return _must_be_in_progress(int(row["pipeline_run_id"]), str(row["status"]))
     if request.run_key is None:
         with db.read() as conn:
@@ -157,7 +157,7 @@ def _admitted(db: EngineDB, pipeline: Pipeline, run_id: int, key: str, status: s
         if admitted.next_check_at is None:
             raise WaitingError(
                 f"run {run_id} ({key}) of {pipeline.code} waits: {admitted.reason}; etl-craft explain "
-                f"--pipeline_code {pipeline.code} --run-id {run_id} --task_code T shows its gate, and the next "
+                f"--pipeline-code {pipeline.code} --run-id {run_id} --task-code T shows its gate, and the next "
                 "etl-craft run of the pipeline judges it again")
         on_event(f"run {run_id} ({key}) of {pipeline.code}: {admitted.reason}")
         time.sleep(max((admitted.next_check_at - db.clock.now()).total_seconds(), 0.0))
@@ -258,7 +258,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
          pipeline_id=pipeline.pipeline_id, host=host())
 
     def resume_from(day: date) -> str:
-        return (f"etl-craft run --pipeline_code {pipeline.code} --backfill {day}:{last} "
+        return (f"etl-craft run --pipeline-code {pipeline.code} --backfill {day}:{last} "
                 f"--reason {shlex.quote(request.reason or '')}")
 
     for number, day in enumerate(dates, 1):
@@ -282,7 +282,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
         on_event(f"backfill {pipeline.code}: {day}: {ran.message}")
         if ran.status not in ("SUCCESS", "SKIPPED"):
             outcome.message = (f"backfill of {pipeline.code} stopped at {day} ({number - 1} of {len(dates)} dates "
-                               f"done): run {run_id} is {ran.status}; repair it (etl-craft run --pipeline_code "
+                               f"done): run {run_id} is {ran.status}; repair it (etl-craft run --pipeline-code "
                                f"{pipeline.code} --run-id {run_id} --rerun T), then resume with: {resume_from(day)}")
             return outcome
     outcome.complete = True
@@ -319,7 +319,7 @@ def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request:
             row = fetch_one(db, conn, "run_header", run_id=request.run_id)
             if row is None or row["pipeline_id"] != pipeline.pipeline_id:
                 raise NotFoundError(f"run {request.run_id} is not a run of pipeline {pipeline.code}; "
-                                    f"see etl-craft history --pipeline_code {pipeline.code}")
+                                    f"see etl-craft history --pipeline-code {pipeline.code}")
             return row
         if request.run_key is not None:
             found = fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=request.run_key)
@@ -329,7 +329,7 @@ def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request:
                 listed = "; ".join(f"run {r['pipeline_run_id']} ({r['run_key']}, {r['status']})" for r in active)
                 raise (AmbiguousError if active else NotFoundError)(
                     f"pipeline {pipeline.code} has {len(active)} active runs{': ' + listed if active else ''}; name "
-                    f"the run with --run-id or --run-key (etl-craft history --pipeline_code {pipeline.code} lists "
+                    f"the run with --run-id or --run-key (etl-craft history --pipeline-code {pipeline.code} lists "
                     "them)")
             found = active[0]
         if found is not None:
@@ -365,7 +365,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     Whether the task may run is decided before anything is written, and the decision, the reopening of an ended
     run, the ownership of the run and the task's queued attempt are one transaction: a refused command changes
     nothing (B31). The run is finalized afterwards only when every task of it has settled (B25); otherwise it is
-    released, IN-PROGRESS, for `etl-craft run --pipeline_code P` to finish."""
+    released, IN-PROGRESS, for `etl-craft run --pipeline-code P` to finish."""
     pipeline = find_pipeline(db, request.pipeline_code)
     lease = config.orchestration.lease_seconds
     reconcile(db, lease)
@@ -389,11 +389,11 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
         if judged.decision == "REFUSE":
             raise RefusedByPolicyError(judged.reason)
         if judged.reopen:
-            why = (task.rerun and f"--rerun {task.task_code}") or f"--task_code {task.task_code} --force"
+            why = (task.rerun and f"--rerun {task.task_code}") or f"--task-code {task.task_code} --force"
             call_in(db, conn, "reopen_run", run_id=run_id,
                     reason=request.reason or f"etl-craft run {why}")
         call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
-        call_in(db, conn, "record_action", command="run --rerun" if task.rerun else "run --task_code",
+        call_in(db, conn, "record_action", command="run --rerun" if task.rerun else "run --task-code",
                 arguments=_action(request), pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id,
                 host=host())
         if judged.check_dependencies and not task.ignore_dependencies:
@@ -426,7 +426,7 @@ def _check_dependencies(db: EngineDB, conn: Any, task: TaskRequest, run_id: int,
     upstream = ", ".join(f"{e['upstream_task_code']} ({e['dependency_type']} needed, "
                          f"{status_of[int(e['depends_on_task_id'])]})" for e in edges if int(e["task_id"]) == task_id)
     raise WaitingError(f"task {task.task_code} {where} waits for its dependencies: {upstream}; nothing was "
-                       f"recorded. Run them first (etl-craft run --pipeline_code P --run-id {run_id}), or pass "
+                       f"recorded. Run them first (etl-craft run --pipeline-code P --run-id {run_id}), or pass "
                        "--ignore-dependencies")
 
 
@@ -450,13 +450,13 @@ def skip_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task_cod
         call_in(db, conn, "record_action", command="run --skip", arguments=_action(request, skip=task_code),
                 pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id, host=host())
     return RunOutcome(run_id, str(run["status"]), f"task {task_code} is {skipped.status} in run {run_id} of "
-                      f"{pipeline.code} ({request.reason}); the next etl-craft run --pipeline_code {pipeline.code} "
+                      f"{pipeline.code} ({request.reason}); the next etl-craft run --pipeline-code {pipeline.code} "
                       f"--run-id {run_id} runs the rest")
 
 
 def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
     """`run --init-only`: create and admit the run (or find the one the key or the pipeline's active run names)
-    without running anything, for an orchestrator that then runs each task with --task_code."""
+    without running anything, for an orchestrator that then runs each task with --task-code."""
     pipeline = find_pipeline(db, request.pipeline_code)
     reconcile(db, config.orchestration.lease_seconds)
     run_date = request.run_date or datetime.now(config.orchestration.zone).date()
@@ -485,7 +485,7 @@ def attempt_log(db: EngineDB, attempt_id: int) -> tuple[dict[str, Any], str]:
     with db.read() as conn:
         row = fetch_one(db, conn, "attempt_row", attempt_id=attempt_id)
     if row is None:
-        raise NotFoundError(f"attempt {attempt_id} does not exist; see etl-craft status --pipeline_code P")
+        raise NotFoundError(f"attempt {attempt_id} does not exist; see etl-craft status --pipeline-code P")
     path = row.get("log_path")
     if path and Path(path).is_file():
         return row, Path(path).read_text(encoding="utf-8", errors="replace")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from etlcraft.core.errors import AmbiguousError, NotFoundError
+from etlcraft.core.errors import AmbiguousError, NotFoundError, UsageError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.services.runs import find_pipeline
@@ -45,23 +45,31 @@ def _seconds(start: Any, end: Any) -> float | None:
     return round((required_time(end) - required_time(start)).total_seconds(), 3)
 
 
-def run_status(db: EngineDB, pipeline_code: str, run_id: int | None) -> RunStatus:
-    """The run named by id, else the pipeline's one active run (never "the latest")."""
+def run_status(db: EngineDB, pipeline_code: str, run_id: int | None, run_key: str | None = None) -> RunStatus:
+    """The run named by id or by key, else the pipeline's one active run (never "the latest")."""
     pipeline = find_pipeline(db, pipeline_code)
     with db.read() as conn:
-        if run_id is None:
+        if run_id is not None and run_key is not None:
+            raise UsageError("name the run by --run-id or by --run-key, not both")
+        if run_key is not None:
+            keyed = fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=run_key)
+            if keyed is None:
+                raise NotFoundError(f"pipeline {pipeline_code} has no run keyed {run_key!r}; "
+                                    f"see etl-craft history --pipeline-code {pipeline_code}")
+            run_id = int(keyed["pipeline_run_id"])
+        elif run_id is None:
             active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
             if len(active) != 1:
                 recent = fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=5)
                 listed = ", ".join(f"{r['pipeline_run_id']} ({r['status']})" for r in recent) or "none"
                 error = AmbiguousError if active else NotFoundError
                 raise error(f"pipeline {pipeline_code} has {len(active)} active runs; name one with --run-id "
-                            f"(recent runs: {listed}; all of them: etl-craft history --pipeline_code {pipeline_code})")
+                            f"(recent runs: {listed}; all of them: etl-craft history --pipeline-code {pipeline_code})")
             run_id = int(active[0]["pipeline_run_id"])
         run = fetch_one(db, conn, "run_header", run_id=run_id)
         if run is None or run["pipeline_id"] != pipeline.pipeline_id:
             raise NotFoundError(f"run {run_id} is not a run of pipeline {pipeline_code}; "
-                                f"see etl-craft history --pipeline_code {pipeline_code}")
+                                f"see etl-craft history --pipeline-code {pipeline_code}")
         rows = fetch_all(db, conn, "run_task_rows", run_id=run_id)
         waits = {w["task_id"]: w for w in fetch_all(db, conn, "run_open_gate_waits", run_id=run_id)}
     tasks = tuple(

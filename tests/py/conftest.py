@@ -61,7 +61,7 @@ def _reachable(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    url = os.environ.get("ETLCRAFT_TEST_PG_URL", DEFAULT_PG_URL)
+    url = os.environ.get("ETL_CRAFT_TEST_PG_URL", DEFAULT_PG_URL)
     container = None
     if not _reachable(url):
         # No server answers: start one with testcontainers when Docker is available.
@@ -71,7 +71,7 @@ def pg_server() -> Iterator[PgServer]:
             container = PostgresContainer("postgres:15", driver=None).start()
             url = container.get_connection_url()
         except Exception as exc:
-            pytest.fail(f"no PostgreSQL at {url} (ETLCRAFT_TEST_PG_URL) and none could be started: {exc}")
+            pytest.fail(f"no PostgreSQL at {url} (ETL_CRAFT_TEST_PG_URL) and none could be started: {exc}")
     server = PgServer(url)
     try:
         yield server

@@ -39,7 +39,7 @@ def load_view_spec(conn: psycopg.Connection) -> None:
 
 
 def main() -> int:
-    admin = os.environ.get("ETLCRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
+    admin = os.environ.get("ETL_CRAFT_TEST_PG_URL", "postgresql://root@127.0.0.1:5432/test")
     name = f"etlcraft_pgtap_{uuid.uuid4().hex[:8]}"
     url = make_url(admin).set(database=name)
     with psycopg.connect(admin, autocommit=True) as conn:

@@ -45,7 +45,7 @@ DECLARE
 BEGIN
   -- Hold the run IN-PROGRESS until this skip commits (SQLite needs no lock: BEGIN IMMEDIATE admits one writer).
   PERFORM 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR SHARE;
-  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
@@ -55,7 +55,7 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
   END IF;
-  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')') INTO v_failure
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline-code ' || p.PIPELINE_CODE || ')') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID);
@@ -154,12 +154,12 @@ BEGIN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('mark_task_run sets SUCCESS, FAILED or SKIPPED, not ' || COALESCE(CAST(p_status AS text), 'NULL') || '; to stop a task cancel its run'), 'EC023');
   END IF;
   SELECT STATUS INTO v_run_status FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id FOR UPDATE;
-  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
   END IF;
-  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')') INTO v_failure
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not a task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name a task of that pipeline (etl-craft list --pipeline-code ' || p.PIPELINE_CODE || ')') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t WHERE t.TASK_ID = p_task_id AND t.PIPELINE_ID = r.PIPELINE_ID);
@@ -268,7 +268,7 @@ $fn$;
 -- @args run_id bigint, task_id bigint, command text
 -- @returns decision text, reason text, reopen bool, rerun bool, check_dependencies bool, attempt_id bigint
 -- @purpose Whether an operator's command may run one task of a run, and how: command TASK (etl-craft run
---   --task_code T), FORCE (--task_code T --force) or RERUN (--rerun T). decision is QUEUE (queue an attempt: reopen
+--   --task-code T), FORCE (--task-code T --force) or RERUN (--rerun T). decision is QUEUE (queue an attempt: reopen
 --   the run first when reopen, pass rerun to queue_attempt when the task already succeeded, and check the task's
 --   dependencies with ready_tasks first when check_dependencies, the task having no task run yet), CLAIM (the task's
 --   attempt attempt_id is queued already, after a stop, and waits for a supervisor) or REFUSE with the reason: the run
@@ -311,12 +311,12 @@ BEGIN
   IF COALESCE(p_command, '') NOT IN ('TASK', 'FORCE', 'RERUN') THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('judge_task_command takes the command TASK, FORCE or RERUN, not ' || COALESCE(CAST(p_command AS text), 'NULL')), 'EC023');
   END IF;
-  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
   END IF;
-  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name an active task of that pipeline (etl-craft list --pipeline_code ' || p.PIPELINE_CODE || ')') INTO v_failure
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ', which run ' || r.PIPELINE_RUN_ID || ' runs; name an active task of that pipeline (etl-craft list --pipeline-code ' || p.PIPELINE_CODE || ')') INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
@@ -344,7 +344,7 @@ BEGIN
                             || COALESCE(a.OWNER_ID, 'none') || '); wait for it to end'
                        WHEN p_command = 'RERUN' AND COALESCE(tr.STATUS, '') NOT IN ('FAILED', 'CANCELLED')
                        THEN 'task ' || t.TASK_CODE || ' ' || 'in run ' || r.PIPELINE_RUN_ID || ' of ' || p.PIPELINE_CODE || ' is ' || COALESCE(tr.STATUS, 'not run')
-                            || ': --rerun runs again a task that FAILED or was CANCELLED; run this one with --task_code '
+                            || ': --rerun runs again a task that FAILED or was CANCELLED; run this one with --task-code '
                             || t.TASK_CODE
                        WHEN p_command = 'RERUN' THEN NULL
                        WHEN tr.STATUS = 'SUCCESS' AND p_command <> 'FORCE'

@@ -74,7 +74,7 @@ BEGIN
   SELECT p.PIPELINE_ID INTO v_pipeline_id FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_ID = p.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE OF p;
   SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
-  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
@@ -84,7 +84,7 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
   END IF;
-  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no run: resume it with etl-craft resume --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
     JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
    WHERE r.PIPELINE_RUN_ID = p_run_id;
@@ -307,7 +307,7 @@ DECLARE
 BEGIN
   -- PostgreSQL: callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE, one writer).
   SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
-  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline_code P') INTO v_failure
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
@@ -322,14 +322,14 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
   END IF;
-  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no task: resume it with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no task: resume it with etl-craft resume --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
     JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
    WHERE r.PIPELINE_RUN_ID = p_run_id;
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
   END IF;
-  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ' (run ' || r.PIPELINE_RUN_ID || '); list its tasks with etl-craft list --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
+  SELECT 'EC021: ' || ('task ' || COALESCE(CAST(p_task_id AS text), 'NULL') || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ' (run ' || r.PIPELINE_RUN_ID || '); list its tasks with etl-craft list --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
    WHERE r.PIPELINE_RUN_ID = p_run_id
      AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t

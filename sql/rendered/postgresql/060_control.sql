@@ -43,7 +43,7 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
   END IF;
-  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
    WHERE z.PIPELINE_ID = p_pipeline_id AND z.RESUMED_AT IS NULL;
   IF FOUND THEN
@@ -54,7 +54,7 @@ BEGIN
   VALUES (p_pipeline_id, v_now, etl_craft._actor(), etl_craft._actor_kind(), p_reason)
   ON CONFLICT (PIPELINE_ID) WHERE RESUMED_AT IS NULL DO NOTHING
   RETURNING PAUSE_ID INTO v_pause_id;
-  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline_code ' || p.PIPELINE_CODE) INTO v_failure
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is already paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || ', expected not paused; resume it first with etl-craft resume --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
     FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
    WHERE z.PIPELINE_ID = p_pipeline_id AND v_pause_id IS NULL AND z.RESUMED_AT IS NULL;
   IF FOUND THEN

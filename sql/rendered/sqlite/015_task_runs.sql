@@ -39,7 +39,7 @@
 -- @args run_id bigint, task_id bigint, command text
 -- @returns decision text, reason text, reopen bool, rerun bool, check_dependencies bool, attempt_id bigint
 -- @purpose Whether an operator's command may run one task of a run, and how: command TASK (etl-craft run
---   --task_code T), FORCE (--task_code T --force) or RERUN (--rerun T). decision is QUEUE (queue an attempt: reopen
+--   --task-code T), FORCE (--task-code T --force) or RERUN (--rerun T). decision is QUEUE (queue an attempt: reopen
 --   the run first when reopen, pass rerun to queue_attempt when the task already succeeded, and check the task's
 --   dependencies with ready_tasks first when check_dependencies, the task having no task run yet), CLAIM (the task's
 --   attempt attempt_id is queued already, after a stop, and waits for a supervisor) or REFUSE with the reason: the run

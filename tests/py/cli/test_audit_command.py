@@ -28,9 +28,9 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
         server: PgServer = request.getfixturevalue("pg_server")
         name = server.create()
     root = write_project(tmp_path / "project", server.url_for(name) if name else None, FLOW, EDGES)
-    for args in (("migrate",), ("pause", "--pipeline_code", "flow", "--reason", "warehouse upgrade"),
-                 ("resume", "--pipeline_code", "flow", "--reason", "upgrade done"),
-                 ("pause", "--pipeline_code", "other", "--reason", "retired")):
+    for args in (("migrate",), ("pause", "--pipeline-code", "flow", "--reason", "warehouse upgrade"),
+                 ("resume", "--pipeline-code", "flow", "--reason", "upgrade done"),
+                 ("pause", "--pipeline-code", "other", "--reason", "retired")):
         done = etl_craft(*args, cwd=root)
         assert done.code == 0, (args, done.err)
     yield root
@@ -59,7 +59,7 @@ def test_audit__all__requests_newest_first_with_actor_and_kind(project: Path) ->
 
 
 def test_audit__pipeline__only_its_requests_and_its_metadata_rows(project: Path) -> None:
-    entries = _audit(project, "--pipeline_code", "flow")["entries"]
+    entries = _audit(project, "--pipeline-code", "flow")["entries"]
     assert [(e["what"], e["detail"]) for e in entries if e["kind"] == "action"] == [
         ("resume", "pipeline_code=flow reason=upgrade done"), ("pause", "pipeline_code=flow reason=warehouse upgrade")]
     assert sorted(e["what"] for e in entries if e["kind"] == "metadata") == [
@@ -74,7 +74,7 @@ def test_audit__since__tomorrow_lists_nothing_and_today_everything(project: Path
 
 
 def test_audit__text__one_line_per_entry(project: Path) -> None:
-    done = etl_craft("audit", "--pipeline_code", "other", cwd=project)
+    done = etl_craft("audit", "--pipeline-code", "other", cwd=project)
     assert done.code == 0, done.err
     lines = done.out.splitlines()
     assert lines[0] == "audit of pipeline other: 3 entries"
@@ -85,5 +85,5 @@ def test_audit__text__one_line_per_entry(project: Path) -> None:
 
 
 def test_audit__unknown_pipeline__refused(project: Path) -> None:
-    done = etl_craft("audit", "--pipeline_code", "nope", cwd=project)
+    done = etl_craft("audit", "--pipeline-code", "nope", cwd=project)
     assert done.code != 0 and "pipeline nope does not exist or is switched off" in done.err

@@ -24,7 +24,7 @@ def test_a_command_runs_in_its_own_process__its_directory__its_environment__its_
     assert (refused.code, refused.out) == (2, "") and refused.err.startswith("Usage: python -m etlcraft validate")
     assert "No such option '--no-such-option'" in refused.err
 
-    missing = etl_craft("status", "--pipeline_code", "flow", cwd=tmp_path)  # no project in this directory
+    missing = etl_craft("status", "--pipeline-code", "flow", cwd=tmp_path)  # no project in this directory
     assert (missing.code, missing.err) == (3, f"error: {tmp_path / 'craft-connector.yml'} does not exist; create a "
                                                "project with etl-craft init DIR, or pass --project DIR\n")
 
@@ -39,11 +39,11 @@ def test_a_command_past_its_time_limit_is_killed__the_next_command_runs(tmp_path
     project = write_project(tmp_path / "p", None, {"flow": [Task("load", {"hold": "flow"})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
     with pytest.raises(subprocess.TimeoutExpired):
-        etl_craft("run", "--pipeline_code", "flow", cwd=project, timeout=3)
+        etl_craft("run", "--pipeline-code", "flow", cwd=project, timeout=3)
     marks = project / "marks"
     wait_for(lambda: marks.is_dir() and any(marks.glob("load.*.start")), what="the held task to have started")
     release(project, "flow")
-    status = etl_craft("status", "--pipeline_code", "flow", "--format", "json", cwd=project)
+    status = etl_craft("status", "--pipeline-code", "flow", "--format", "json", cwd=project)
     assert status.code == 0, status.err
     pids = [int(p.read_text().split()[1]) for p in marks.glob("load.*.start")]
     wait_for(lambda: not descendants_alive(pids), what="the released task process to end")

@@ -64,7 +64,7 @@ def _engine_db(project: Path, engine_url: str | None) -> EngineDB:
 
 
 def _init_run(project: Path, key: str, pipeline: str = "flow") -> int:
-    done = etl_craft("run", "--pipeline_code", pipeline, "--init-only", "--run-key", key, "--run-date", "2026-03-14",
+    done = etl_craft("run", "--pipeline-code", pipeline, "--init-only", "--run-key", key, "--run-date", "2026-03-14",
                      "--format", "json", cwd=project)
     assert done.code == 0, done.err
     return int(json.loads(done.out)["pipeline_run_id"])
@@ -90,23 +90,23 @@ def _actions(db: EngineDB) -> list[tuple[Any, ...]]:
 # Each operation once, in order: (CLI arguments, the same request for the service, what it must have done).
 STEPS: list[tuple[tuple[str, ...], Callable[[OperationContext], control.OperationResult],
                   Callable[[dict[str, Any]], bool]]] = [
-    (("pause", "--pipeline_code", "flow", "--reason", "warehouse upgrade"),
+    (("pause", "--pipeline-code", "flow", "--reason", "warehouse upgrade"),
      lambda c: control.pause(c, control.PauseRequest("flow", "warehouse upgrade")),
      lambda d: d["pause"]["paused_by"] == "tester@cli" and d["pause"]["resumed_at"] is None),
-    (("resume", "--pipeline_code", "flow", "--reason", "upgrade done"),
+    (("resume", "--pipeline-code", "flow", "--reason", "upgrade done"),
      lambda c: control.resume(c, control.ResumeRequest("flow", "upgrade done")),
      lambda d: d["pause"]["resume_reason"] == "upgrade done" and d["pause"]["resumed_at"] is not None),
-    (("mark", "--pipeline_code", "flow", "--task_code", "load", "--status", "success", "--rows", "5", "--reason",
+    (("mark", "--pipeline-code", "flow", "--task-code", "load", "--status", "success", "--rows", "5", "--reason",
       "loaded by hand"),
      lambda c: control.mark(c, control.MarkRequest("flow", "SUCCESS", "loaded by hand", "load", 5)),
      lambda d: (d["task"]["status"], d["task"]["rows_written"], d["run"]["status"]) == ("SUCCESS", 5, "IN-PROGRESS")),
-    (("mark", "--pipeline_code", "flow", "--status", "FAILED", "--reason", "report checked by hand"),
+    (("mark", "--pipeline-code", "flow", "--status", "FAILED", "--reason", "report checked by hand"),
      lambda c: control.mark(c, control.MarkRequest("flow", "FAILED", "report checked by hand")),
      lambda d: d["run"]["status"] == "FAILED" and d["task"] is None and d["outcome"] == "SUCCESS"),
-    (("reopen", "--pipeline_code", "flow", "--run-key", "nightly", "--reason", "repair"),
+    (("reopen", "--pipeline-code", "flow", "--run-key", "nightly", "--reason", "repair"),
      lambda c: control.reopen(c, control.ReopenRequest("flow", "repair", RunRef(run_key="nightly"))),
      lambda d: (d["run"]["status"], d["run"]["repair_pending"]) == ("IN-PROGRESS", False)),
-    (("cancel", "--pipeline_code", "flow", "--reason", "not today"),
+    (("cancel", "--pipeline-code", "flow", "--reason", "not today"),
      lambda c: control.cancel(c, control.CancelRequest("flow", "not today")),
      lambda d: d["run"]["status"] == "CANCELLED" and d["run"]["ended_by"] == "tester@cli"),
 ]
@@ -135,7 +135,7 @@ def test_each_operation__cli_and_service__give_the_same_json_and_one_action_each
         assert _actions(db) == expected
         cli_db = _engine_db(by_cli, by_cli_url)
         assert [a[0] for a in _actions(cli_db)] == [a[0] for a in expected]
-        refused = etl_craft("resume", "--pipeline_code", "flow", cwd=by_cli)
+        refused = etl_craft("resume", "--pipeline-code", "flow", cwd=by_cli)
         assert refused.code == 24 and "pipeline flow is not paused" in refused.err
         assert len(_actions(cli_db)) == len(expected), "a refused request records no action"
         cli_db.dispose()
@@ -145,25 +145,25 @@ def test_each_operation__cli_and_service__give_the_same_json_and_one_action_each
 
 def test_run_selection__refuses_to_guess_and_names_the_candidates(tmp_path: Path) -> None:
     project = _project(tmp_path / "p", None)
-    none_yet = etl_craft("cancel", "--pipeline_code", "flow", "--reason", "x", cwd=project)
+    none_yet = etl_craft("cancel", "--pipeline-code", "flow", "--reason", "x", cwd=project)
     assert none_yet.code == 22 and "pipeline flow has no run that has not ended" in none_yet.err
     assert _init_run(project, "first") == 1
-    second = etl_craft("run", "--pipeline_code", "flow", "--init-only", "--run-key", "second", cwd=project)
+    second = etl_craft("run", "--pipeline-code", "flow", "--init-only", "--run-key", "second", cwd=project)
     assert second.code == 24, second.err  # it waits QUEUED behind run 1
-    refused = etl_craft("mark", "--pipeline_code", "flow", "--status", "FAILED", "--reason", "x", cwd=project)
+    refused = etl_craft("mark", "--pipeline-code", "flow", "--status", "FAILED", "--reason", "x", cwd=project)
     assert refused.code == 23
     assert "pipeline flow has 2 runs that have not ended: run 1 (key first, MANUAL, run date 2026-03-14, " \
            "IN-PROGRESS); run 2 (key second, MANUAL" in refused.err
     assert _init_run(project, "elsewhere", pipeline="other") == 3
-    foreign = etl_craft("mark", "--pipeline_code", "flow", "--run-id", "3", "--status", "FAILED", "--reason", "x",
+    foreign = etl_craft("mark", "--pipeline-code", "flow", "--run-id", "3", "--status", "FAILED", "--reason", "x",
                         cwd=project)
     assert foreign.code == 22 and "run 3 is a run of pipeline other, expected a run of pipeline flow" in foreign.err
-    unnamed = etl_craft("reopen", "--pipeline_code", "flow", "--reason", "x", cwd=project)
+    unnamed = etl_craft("reopen", "--pipeline-code", "flow", "--reason", "x", cwd=project)
     assert unnamed.code == 2 and "give --run-id N or --run-key K" in unnamed.err
-    both = etl_craft("cancel", "--pipeline_code", "flow", "--run-id", "1", "--run-key", "first", "--reason", "x",
+    both = etl_craft("cancel", "--pipeline-code", "flow", "--run-id", "1", "--run-key", "first", "--reason", "x",
                      cwd=project)
     assert both.code == 2 and "--run-id and --run-key both name the run" in both.err
-    cancelled = _cli(project, "cancel", "--pipeline_code", "flow", "--run-key", "second", "--reason", "not needed")
+    cancelled = _cli(project, "cancel", "--pipeline-code", "flow", "--run-key", "second", "--reason", "not needed")
     assert cancelled["run"]["pipeline_run_id"] == 2 and cancelled["run"]["status"] == "CANCELLED"
     assert _actions(_engine_db(project, None)) == [
         ("run --init-only", "tester@cli", "HUMAN", 1, None), ("run --init-only", "tester@cli", "HUMAN", 3, None),
@@ -191,24 +191,24 @@ def test_b16_mark_of_a_run_or_task_is_refused_while_a_live_process_runs_it(
         tmp_path: Path, engine_urls: Callable[[], str | None]) -> None:
     project = write_project(tmp_path / "p", engine_urls(), {"slow": [Task("work", {"seconds": 30})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "slow", cwd=project, log=tmp_path / "run.log")
     try:
         _started(project, "work")
-        task = etl_craft("mark", "--pipeline_code", "slow", "--task_code", "work", "--status", "SUCCESS",
+        task = etl_craft("mark", "--pipeline-code", "slow", "--task-code", "work", "--status", "SUCCESS",
                          "--reason", "done by hand", cwd=project)
         assert task.code == 24, task.err
         assert "attempt 1" in task.err and "work" in task.err
-        run = etl_craft("mark", "--pipeline_code", "slow", "--status", "SUCCESS", "--reason", "done by hand",
+        run = etl_craft("mark", "--pipeline-code", "slow", "--status", "SUCCESS", "--reason", "done by hand",
                         cwd=project)
         assert run.code == 24, run.err
-        status = json.loads(etl_craft("status", "--pipeline_code", "slow", "--format", "json", cwd=project).out)
+        status = json.loads(etl_craft("status", "--pipeline-code", "slow", "--format", "json", cwd=project).out)
         assert (status["run"]["status"], status["tasks"][0]["status"]) == ("IN-PROGRESS", "IN-PROGRESS")
-        cancelled = _cli(project, "cancel", "--pipeline_code", "slow", "--reason", "stop it")
+        cancelled = _cli(project, "cancel", "--pipeline-code", "slow", "--reason", "stop it")
         assert cancelled["run"]["status"] == "IN-PROGRESS" and cancelled["run"]["cancel_requested_at"] is not None
         assert "cancel requested: 1 attempt(s) still run" in cancelled["message"]
         assert cancelled["attempts_changed"] == [], "a live attempt is left to its owner"
         assert parent.wait(timeout=60) == 9, "the supervisor stops the task and ends the run"
-        status = json.loads(etl_craft("status", "--pipeline_code", "slow", "--run-id", "1", "--format", "json",
+        status = json.loads(etl_craft("status", "--pipeline-code", "slow", "--run-id", "1", "--format", "json",
                                       cwd=project).out)
         assert (status["run"]["status"], status["tasks"][0]["status"]) == ("CANCELLED", "CANCELLED")
     finally:
@@ -223,7 +223,7 @@ def test_b26_tasks_left_in_progress_by_dead_processes_do_not_block_mark_and_canc
                                                                       Task("b", {"seconds": 60})]}, [],
                             lease_seconds=5)
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "pair", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "pair", cwd=project, log=tmp_path / "run.log")
     try:
         children = [_started(project, "a"), _started(project, "b")]
     finally:
@@ -231,12 +231,12 @@ def test_b26_tasks_left_in_progress_by_dead_processes_do_not_block_mark_and_canc
     for child in children:
         os.killpg(child, signal.SIGKILL)
     time.sleep(6)  # nobody renews the 5-second leases any more: they expire
-    marked = _cli(project, "mark", "--pipeline_code", "pair", "--task_code", "a", "--status", "FAILED",
+    marked = _cli(project, "mark", "--pipeline-code", "pair", "--task-code", "a", "--status", "FAILED",
                   "--reason", "its process died")
     assert marked["task"]["status"] == "FAILED"
     [lost_a] = marked["attempts_changed"]
     assert (lost_a["task_code"], lost_a["to_status"]) == ("a", "LOST")
-    cancelled = _cli(project, "cancel", "--pipeline_code", "pair", "--reason", "give up")
+    cancelled = _cli(project, "cancel", "--pipeline-code", "pair", "--reason", "give up")
     assert cancelled["run"]["status"] == "CANCELLED"
     assert [(c["task_code"], c["to_status"]) for c in cancelled["attempts_changed"]] == [("b", "LOST")]
     assert "attempt" in cancelled["message"] and "LOST" in cancelled["message"]
@@ -274,7 +274,7 @@ with acting_as(Actor("tester@cli", ActorKind("HUMAN"))):
 
 
 def _service(project: Path, operation: str, task: str) -> dict[str, Any]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETL_CRAFT_", "ETLCRAFT_"))}
     done = subprocess.run(["python3", "-c", SERVICE, operation, task], cwd=project, env=environ, text=True,
                           capture_output=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -288,16 +288,16 @@ def test_run_skip_rerun_and_backfill__cli_and_service__give_the_same_json(tmp_pa
         project = write_project(tmp_path / name, None, flow, [("report", "load", "SUCCESS")])
         assert etl_craft("migrate", cwd=project).code == 0
         assert _init_run(project, "nightly") == 1
-        _cli(project, "mark", "--pipeline_code", "flow", "--task_code", "load", "--status", "FAILED", "--reason",
+        _cli(project, "mark", "--pipeline-code", "flow", "--task-code", "load", "--status", "FAILED", "--reason",
              "bad file")
         projects.append(project)
     by_cli, by_service = projects
     for operation, arguments in [
-            ("skip", ("run", "--pipeline_code", "flow", "--run-key", "nightly", "--skip", "audit", "--reason",
+            ("skip", ("run", "--pipeline-code", "flow", "--run-key", "nightly", "--skip", "audit", "--reason",
                       "not needed today")),
-            ("rerun-down", ("run", "--pipeline_code", "flow", "--run-key", "nightly", "--rerun", "load",
+            ("rerun-down", ("run", "--pipeline-code", "flow", "--run-key", "nightly", "--rerun", "load",
                             "--with-downstream")),
-            ("backfill", ("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-01", "--reason",
+            ("backfill", ("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-01", "--reason",
                           "reload"))]:
         printed = _cli(by_cli, *arguments)
         argument = {"skip": "audit", "rerun-down": "load", "backfill": "2026-11-01"}[operation]

@@ -159,7 +159,7 @@ def test_a_login_with_the_engine_role_runs_and_controls_a_pipeline(roles: Roles)
     login = f"{roles.prefix}_worker"
     roles.sql(f"CREATE ROLE {login} LOGIN; GRANT {roles.prefix}_engine TO {login}")
     as_login = make_url(roles.url).set(username=login).render_as_string(hide_password=False)
-    flow = ("--pipeline_code", "flow")
+    flow = ("--pipeline-code", "flow")
     runs = [("run", *flow, "--run-key", "k1"), ("status", *flow, "--run-id", "1"), ("history", *flow),
             ("reopen", *flow, "--run-key", "k1", "--reason", "again"),
             ("mark", *flow, "--run-key", "k1", "--status", "SUCCESS", "--reason", "checked"),

@@ -1,6 +1,6 @@
 """docs/reference/json.md documents every command's `--format json` document; this keeps it true.
 
-Each `## ` section whose heading is a list of code spans (`run`, `run --task_code`, ...) names the command forms it
+Each `## ` section whose heading is a list of code spans (`run`, `run --task-code`, ...) names the command forms it
 documents; its `Schema:` line names the schema, its first table the top-level fields, and each table under a
 **`path`** line (`runs[]`, `tasks[].depends_on[]`) the fields of the nested objects at that path. Every form is run
 for real (`python -m etlcraft ... --format json`, on SQLite), and its document must be one JSON object on stdout
@@ -44,20 +44,20 @@ INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELEC
 READS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "doctor": ("doctor",),
-    "explain": ("explain", "--pipeline_code", "flow", "--task_code", "report", "--run-id", "1"),
-    "history": ("history", "--pipeline_code", "flow"),
+    "explain": ("explain", "--pipeline-code", "flow", "--task-code", "report", "--run-id", "1"),
+    "history": ("history", "--pipeline-code", "flow"),
     "list": ("list",),
     "logs": ("logs", "--attempt-id", "1"),
     "reconcile": ("reconcile",),
     "rehash": ("rehash", "--target", "main.target", "--dry-run"),
-    "show": ("show", "--pipeline_code", "flow"),
-    "status": ("status", "--pipeline_code", "flow", "--run-id", "1"),
+    "show": ("show", "--pipeline-code", "flow"),
+    "status": ("status", "--pipeline-code", "flow", "--run-id", "1"),
     "validate": ("validate",),
 }
 SETUP = ("migrate", "run")  # printed while the shared project is built
 NEW_PROJECT = ("init", "init-db")
 POSTGRES_ONLY = ("grant",)  # checked on a PostgreSQL Engine DB, below
-STATE_CHANGING = ("run --init-only", "run --task_code", "run --skip", "run --finalize-only", "reopen", "mark",
+STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --finalize-only", "reopen", "mark",
                   "pause", "resume", "cancel", "run --backfill")
 FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY}
 
@@ -180,16 +180,16 @@ def test_the_page_documents_every_command_and_form_with_a_schema_and_fields() ->
 def test_state_changing_command_documents(tmp_path: Path) -> None:
     project = write_project(tmp_path / "p", None, FLOW, EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    flow, run_1 = ("--pipeline_code", "flow"), ("--pipeline_code", "flow", "--run-id", "1")
+    flow, run_1 = ("--pipeline-code", "flow"), ("--pipeline-code", "flow", "--run-id", "1")
     steps: list[tuple[str, tuple[str, ...]]] = [
         ("run --init-only", ("run", *flow, "--init-only", "--run-key", "k1", "--run-date", "2026-03-14")),
-        ("run --task_code", ("run", *run_1, "--task_code", "load")),
+        ("run --task-code", ("run", *run_1, "--task-code", "load")),
         ("run --skip", ("run", *run_1, "--skip", "report", "--reason", "not needed today")),
         ("run --finalize-only", ("run", *run_1, "--finalize-only")),
         ("reopen", ("reopen", *run_1, "--reason", "repair")),
-        ("mark", ("mark", *run_1, "--task_code", "report", "--status", "SUCCESS", "--rows", "3", "--reason", "hand")),
+        ("mark", ("mark", *run_1, "--task-code", "report", "--status", "SUCCESS", "--rows", "3", "--reason", "hand")),
         ("pause", ("pause", *flow, "--reason", "warehouse upgrade")),
-        ("explain", ("explain", *run_1, "--task_code", "load")),  # while paused: its pause object
+        ("explain", ("explain", *run_1, "--task-code", "load")),  # while paused: its pause object
         ("resume", ("resume", *flow, "--reason", "upgrade done")),
         ("cancel", ("cancel", *run_1, "--reason", "not today")),
         ("run --backfill", ("run", *flow, "--backfill", "2026-03-01:2026-03-01", "--reason", "history")),
@@ -198,7 +198,7 @@ def test_state_changing_command_documents(tmp_path: Path) -> None:
     for form, arguments in steps:
         printed[form] = _json(project, *arguments)
         check(form, printed[form])
-    assert printed["run --task_code"]["status"] == "IN-PROGRESS"
+    assert printed["run --task-code"]["status"] == "IN-PROGRESS"
     assert printed["run --finalize-only"]["status"] == "SUCCESS"
     assert printed["mark"]["task"]["rows_written"] == 3
     assert printed["explain"]["pause"]["reason"] == "warehouse upgrade"
@@ -239,7 +239,7 @@ def _build_shared(root: Path) -> dict[str, dict[str, Any]]:
     with duckdb.connect(str(project / "warehouse.duckdb")) as warehouse:
         warehouse.execute("CREATE TABLE main.target (id INTEGER, name VARCHAR, hash_key VARCHAR)")
     printed = {"migrate": _json(project, "migrate")}
-    printed["run"] = _json(project, "run", "--pipeline_code", "flow", "--run-key", "nightly")
+    printed["run"] = _json(project, "run", "--pipeline-code", "flow", "--run-key", "nightly")
     assert printed["run"]["status"] == "SUCCESS", printed["run"]
     return printed
 

@@ -110,8 +110,8 @@ def test_validate_a_broken_metadata_migration_and_one_pipeline(two_pipelines: Pa
     (two_pipelines / "migrations" / "0004_oops.sql").write_text(
         "UPDATE CFG_PIPELINES SET RUN_SCHEDULE = '0 6 * * MONDAY' WHERE PIPELINE_CODE = 'reports';\n")
     assert etl_craft("migrate", cwd=two_pipelines).code == 0
-    assert etl_craft("validate", "--pipeline_code", "customer_orders", cwd=two_pipelines).code == 0
-    done = etl_craft("validate", "--pipeline_code", "reports", cwd=two_pipelines)
+    assert etl_craft("validate", "--pipeline-code", "customer_orders", cwd=two_pipelines).code == 0
+    done = etl_craft("validate", "--pipeline-code", "reports", cwd=two_pipelines)
     assert done.code == 7
     assert done.out.splitlines()[:2] == [
         "pipeline reports: 1 problem",
@@ -119,14 +119,14 @@ def test_validate_a_broken_metadata_migration_and_one_pipeline(two_pipelines: Pa
         "'MONDAY'; expected a number 0-7 or a name SUN..SAT; expected five cron fields (minute hour day-of-month "
         "month day-of-week) or a macro (@hourly, @daily, @weekly, @monthly, @yearly); correct RUN_SCHEDULE in a "
         "new project migration (migrations/NNNN_name.sql)"]
-    unknown = etl_craft("validate", "--pipeline_code", "nope", cwd=two_pipelines)
+    unknown = etl_craft("validate", "--pipeline-code", "nope", cwd=two_pipelines)
     assert unknown.code == 22
     assert unknown.err == ("error: pipeline 'nope' is not an active pipeline of this Engine DB (active: "
                            "customer_orders, reports, shop_ingest); check the code with etl-craft list\n")
 
 
 def test_read_commands_before_migrate_create_nothing(project: Path) -> None:
-    for command in (["validate"], ["list"], ["show", "--pipeline_code", "customer_orders"]):
+    for command in (["validate"], ["list"], ["show", "--pipeline-code", "customer_orders"]):
         done = etl_craft(*command, cwd=project)
         assert done.code == 4, done
         assert done.err == (f"error: the Engine DB file {project / '.etl-craft' / 'engine.db'} does not exist yet; "
@@ -167,7 +167,7 @@ def test_list_text_and_json(paused_reports: Path) -> None:
 
 def test_show_text(paused_reports: Path) -> None:
     two_pipelines = paused_reports
-    done = etl_craft("show", "--pipeline_code", "customer_orders", cwd=two_pipelines)
+    done = etl_craft("show", "--pipeline-code", "customer_orders", cwd=two_pipelines)
     assert (done.code, done.err) == (0, "")
     assert done.out.splitlines() == [
         "pipeline customer_orders (Customer orders): active",
@@ -196,7 +196,7 @@ def test_show_text(paused_reports: Path) -> None:
         "tasks of other pipelines waiting for this one",
         "  reports.top_customers waits for customer_totals (HAS_DATA)",
     ]
-    reports = etl_craft("show", "--pipeline_code", "reports", cwd=two_pipelines).out.splitlines()
+    reports = etl_craft("show", "--pipeline-code", "reports", cwd=two_pipelines).out.splitlines()
     assert reports[:2] == ["pipeline reports (Reports): paused", "  schedule: @daily (Europe/London)"]
     assert "  waits for pipelines: customer_orders (SUCCESS)" in reports
     assert "    waits for (ALL): customer_orders.customer_totals (HAS_DATA)" in reports
@@ -204,7 +204,7 @@ def test_show_text(paused_reports: Path) -> None:
 
 def test_show_json(paused_reports: Path) -> None:
     two_pipelines = paused_reports
-    doc = json.loads(etl_craft("show", "--pipeline_code", "reports", "--format", "json", cwd=two_pipelines).out)
+    doc = json.loads(etl_craft("show", "--pipeline-code", "reports", "--format", "json", cwd=two_pipelines).out)
     assert doc["schema"] == "etl-craft/pipeline/1"
     assert doc["pipeline"]["code"] == "reports" and doc["pipeline"]["tasks"] == 1
     assert doc["upstream_pipelines"] == [{"pipeline": "customer_orders", "type": "SUCCESS"}]
@@ -218,7 +218,7 @@ def test_show_json(paused_reports: Path) -> None:
                         "upstream_pipeline": "customer_orders", "type": "HAS_DATA", "consume_repairs": True,
                         "cross_pipeline": True, "upstream_active": True}],
     }
-    upstream = json.loads(etl_craft("show", "--pipeline_code", "customer_orders", "--format", "json",
+    upstream = json.loads(etl_craft("show", "--pipeline-code", "customer_orders", "--format", "json",
                                     cwd=two_pipelines).out)
     assert upstream["levels"] == [["load_customers", "load_orders"], ["customer_totals"]]
     assert [(t["upstream_task"], t["task"]) for t in upstream["downstream_tasks"]] == [
@@ -226,7 +226,7 @@ def test_show_json(paused_reports: Path) -> None:
 
 
 def test_show_an_unknown_pipeline_exits_22(paused_reports: Path) -> None:
-    done = etl_craft("show", "--pipeline_code", "nope", cwd=paused_reports)
+    done = etl_craft("show", "--pipeline-code", "nope", cwd=paused_reports)
     assert done.code == 22
     assert "pipeline 'nope' is not an active pipeline" in done.err
 

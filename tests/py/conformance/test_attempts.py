@@ -222,7 +222,7 @@ def test_claim_attempt__bad_arguments__are_refused_by_policy(att: Attempts) -> N
     assert att.snapshot() == before
 
 
-def test_b1_two_claimers_never_get_the_same_attempt(att: Attempts) -> None:
+def test_b1_claimers_taking_turns_split_the_queue_without_sharing_an_attempt(att: Attempts) -> None:
     queued = {att.queue(key=f"manual:{i}").attempt_id for i in range(7)}
     got: dict[str, list[int]] = {OWNER: [], OTHER: []}
     while True:

@@ -56,7 +56,7 @@ def test_pause_pipeline__refuses_a_paused_or_unknown_pipeline(project: Project) 
     project.db.clock.pin(T0 + timedelta(minutes=5))
     with pytest.raises(RefusedByPolicyError, match=(
             "pipeline orders is already paused since 2026-01-02 06:00:00 UTC by tester@pytest \\(warehouse upgrade\\),"
-            " expected not paused; resume it first with etl-craft resume --pipeline_code orders")):
+            " expected not paused; resume it first with etl-craft resume --pipeline-code orders")):
         call(project.db, "pause_pipeline", pipeline_id=pipeline, reason="second")
     assert len(pauses(project)) == 1
 

@@ -142,7 +142,7 @@ def test_admit_run__refusals_name_the_run_and_change_nothing(project: Project) -
     before = snapshot(project)
     with pytest.raises(RefusedByPolicyError, match=(
             f"pipeline reports is paused since {UTC_T0} by tester@pytest \\(warehouse upgrade\\); a paused pipeline"
-            " starts no run: resume it with etl-craft resume --pipeline_code reports")):
+            " starts no run: resume it with etl-craft resume --pipeline-code reports")):
         call(project.db, "admit_run", run_id=queued)
     assert snapshot(project) == before
 
@@ -366,7 +366,7 @@ def test_queue_attempt__a_paused_pipeline_starts_no_task(project: Project) -> No
     before = snapshot(project)
     with pytest.raises(RefusedByPolicyError, match=(
             f"pipeline reports is paused since {UTC_T0} by tester@pytest \\(freeze\\); a paused pipeline starts no"
-            " task: resume it with etl-craft resume --pipeline_code reports")):
+            " task: resume it with etl-craft resume --pipeline-code reports")):
         queue(project, run, "publish")
     assert snapshot(project) == before
     call(project.db, "resume_pipeline", pipeline_id=project.pipelines["reports"], reason="thawed")

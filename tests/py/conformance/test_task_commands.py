@@ -1,5 +1,5 @@
 """judge_task_command (sql/functions/015_task_runs.sql.j2), the same on SQLite and PostgreSQL: whether an operator's
-task command (etl-craft run --task_code T, with --force, or --rerun T) may run a task of a run, and how."""
+task command (etl-craft run --task-code T, with --force, or --rerun T) may run a task of a run, and how."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_a_task_without_a_task_run_is_queued_after_its_dependencies_are_checked(
         assert judge(att, command) == ("QUEUE", None, False, False, True, None)
     assert judge(att, "RERUN")[:2] == (
         "REFUSE", "task load in run 1 of orders_manual_1 is not run: --rerun runs again a task that FAILED or was "
-                  "CANCELLED; run this one with --task_code load")
+                  "CANCELLED; run this one with --task-code load")
 
 
 def test_a_succeeded_task_needs_force__and_rerun_is_for_failures(att: Attempts) -> None:

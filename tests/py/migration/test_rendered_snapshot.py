@@ -20,7 +20,7 @@ def test_rendered_sql_matches_the_snapshot(engine_db: EngineDB) -> None:
         f"{m.version}_{m.name}.sql": m.sql for m in engine_migrations(engine_db.dialect, "etl_craft")
     } | {f"{m.name}.sql": m.sql for m in repeatable_objects(engine_db.dialect, "etl_craft", tables)}
     folder = SNAPSHOT / engine_db.dialect
-    if os.environ.get("ETLCRAFT_UPDATE_SNAPSHOT") == "1":
+    if os.environ.get("ETL_CRAFT_UPDATE_SNAPSHOT") == "1":
         folder.mkdir(parents=True, exist_ok=True)
         for stale in folder.glob("*.sql"):
             stale.unlink()

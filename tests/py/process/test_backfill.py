@@ -21,7 +21,7 @@ def engine_url(request: pytest.FixtureRequest) -> str | None:
 
 
 def _history(project: Path) -> list[dict[str, object]]:
-    done = etl_craft("history", "--pipeline_code", "flow", "--format", "json", cwd=project)
+    done = etl_craft("history", "--pipeline-code", "flow", "--format", "json", cwd=project)
     assert done.code == 0, done.err
     return sorted(json.loads(done.out)["runs"], key=lambda r: r["pipeline_run_id"])
 
@@ -30,9 +30,9 @@ def test_backfill__one_backfill_run_per_date_in_date_order(tmp_path: Path) -> No
     project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]},
                             [("report", "load", "SUCCESS")])
     assert etl_craft("migrate", cwd=project).code == 0
-    unexplained = etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-03", cwd=project)
+    unexplained = etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-03", cwd=project)
     assert unexplained.code == 2 and "a backfill needs --reason" in unexplained.err
-    done = etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-03", "--reason",
+    done = etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-03", "--reason",
                      "source fixed", cwd=project)
     assert done.code == 0, done.err
     assert "backfill flow: date 2 of 3 (2026-11-02)" in done.out
@@ -41,7 +41,7 @@ def test_backfill__one_backfill_run_per_date_in_date_order(tmp_path: Path) -> No
     assert [(r["run_key"], r["trigger_kind"], str(r["run_date"])[:10], r["status"]) for r in runs] == [
         (f"backfill:2026-11-0{d}", "BACKFILL", f"2026-11-0{d}", "SUCCESS") for d in (1, 2, 3)]
 
-    again = etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-02:2026-11-02", "--reason", "again",
+    again = etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-02:2026-11-02", "--reason", "again",
                       cwd=project)
     assert again.code == 0, again.err
     assert _history(project)[-1]["run_key"] == "backfill:2026-11-02#2", "a date backfilled again gets a new run"
@@ -51,20 +51,20 @@ def test_b7_a_plain_run_never_resumes_a_backfill__an_active_run_stops_the_backfi
         tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"flow": [Task("load", {"hold": "load"})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
-    backfill = start_etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-02", "--reason",
+    backfill = start_etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-02", "--reason",
                                "reload", cwd=project, log=tmp_path / "backfill.log")
     wait_for(lambda: any((project / "marks").glob("load.*.start")) if (project / "marks").is_dir() else False,
              what="the first date's task to start")
-    plain = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    plain = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert plain.code == 24
     assert "pipeline flow is running backfill run 1 (backfill:2026-11-01) as of 2026-11-01" in plain.err
-    queued = etl_craft("run", "--pipeline_code", "flow", "--run-key", "daily:1", "--init-only", cwd=project)
+    queued = etl_craft("run", "--pipeline-code", "flow", "--run-key", "daily:1", "--init-only", cwd=project)
     assert queued.code == 24, "admission waits while the backfill's run is IN-PROGRESS; the run stays QUEUED"
     release(project, "load")
     assert backfill.wait(timeout=60) == 25
     said = (tmp_path / "backfill.log").read_text()
     assert ("backfill of flow stopped before 2026-11-02 (1 of 2 dates done): run 2 (daily:1, MANUAL, QUEUED) is "
-            "active; once it has ended, resume with: etl-craft run --pipeline_code flow --backfill "
+            "active; once it has ended, resume with: etl-craft run --pipeline-code flow --backfill "
             "2026-11-02:2026-11-02 --reason reload") in said
     assert [(r["run_key"], r["status"]) for r in _history(project)] == [
         ("backfill:2026-11-01", "SUCCESS"), ("daily:1", "QUEUED")]

@@ -26,8 +26,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("corpus")
     assert etl_craft("init", "demo", cwd=root).code == 0
     project = root / "demo"
-    for args in (("init-db",), ("migrate",), ("run", "--pipeline_code", "shop_ingest", "--run-key", "base-1"),
-                 ("run", "--pipeline_code", "customer_orders", "--run-key", "base-2")):
+    for args in (("init-db",), ("migrate",), ("run", "--pipeline-code", "shop_ingest", "--run-key", "base-1"),
+                 ("run", "--pipeline-code", "customer_orders", "--run-key", "base-2")):
         done = etl_craft(*args, cwd=project)
         assert done.code == 0, (args, done.out, done.err)
     return project

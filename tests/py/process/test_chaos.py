@@ -1,6 +1,6 @@
 """Operator controls at every point of a live run, through real `etl-craft` processes: mark (a task SUCCESS, and
 FAILED where that differs), cancel, pause/resume and `run --rerun T` before any task started (the run created and
-admitted by --init-only), while a supervisor's task runs (held), between two tasks (the first run by --task_code),
+admitted by --init-only), while a supervisor's task runs (held), between two tasks (the first run by --task-code),
 and after the run ended. Each case checks the command's documented answer, the run and its tasks
 in `etl-craft status --format json` once the supervisor has carried on (or been run again), one `etl-craft audit`
 entry per accepted request (none for a refused one) with its actor, and that no task process is left alive.
@@ -48,7 +48,7 @@ def _ok(result: Result, code: int = 0) -> Result:
 
 
 def _status(project: Path, run_id: int) -> dict[str, Any]:
-    done = _ok(etl_craft("status", "--pipeline_code", "flow", "--run-id", str(run_id), "--format", "json",
+    done = _ok(etl_craft("status", "--pipeline-code", "flow", "--run-id", str(run_id), "--format", "json",
                          cwd=project))
     return dict(json.loads(done.out))
 
@@ -59,14 +59,14 @@ def _tasks(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
 
 def _actions(project: Path) -> list[tuple[str, int | None, str]]:
     """The control requests etl-craft audit lists for flow, oldest first: (command, run, actor)."""
-    done = _ok(etl_craft("audit", "--pipeline_code", "flow", "--format", "json", cwd=project))
+    done = _ok(etl_craft("audit", "--pipeline-code", "flow", "--format", "json", cwd=project))
     entries = json.loads(done.out)["entries"]
     return [(e["what"], e["run_id"], e["actor"]) for e in reversed(entries)
             if e["kind"] == "action" and e["what"] in CONTROL_COMMANDS]
 
 
 def _history(project: Path) -> list[tuple[str, str]]:
-    done = _ok(etl_craft("history", "--pipeline_code", "flow", "--format", "json", cwd=project))
+    done = _ok(etl_craft("history", "--pipeline-code", "flow", "--format", "json", cwd=project))
     return [(r["run_key"], r["status"]) for r in sorted(json.loads(done.out)["runs"],
                                                         key=lambda r: r["pipeline_run_id"])]
 
@@ -173,7 +173,7 @@ B_FAILED = {"a": ("SUCCESS", 1), "b": ("FAILED", 1)}
 B_MARKED_FAILED = {"a": ("SUCCESS", 1), "b": ("FAILED", 0)}
 
 # operation -> point -> what it leads to. Points: "before" (the run was created and admitted, no task started),
-# "running" (a live supervisor's task a is held), "between" (a ended by `run --task_code a`, b has not run),
+# "running" (a live supervisor's task a is held), "between" (a ended by `run --task-code a`, b has not run),
 # "after" (the run ended: SUCCESS, or FAILED for --rerun, whose b fails its first attempt).
 MATRIX: dict[str, dict[str, Expected]] = {
     # mark b SUCCESS: b never runs and the run ends SUCCESS; after the end, the mark reopens the run as a repair.
@@ -230,7 +230,7 @@ class LiveRun:
         self.tree: list[int] = []
 
     def reach(self) -> None:
-        run = ("run", "--pipeline_code", "flow", "--run-key", "k")
+        run = ("run", "--pipeline-code", "flow", "--run-key", "k")
         if self.point == "running":
             self.supervisor = start_etl_craft(*run, cwd=self.project, log=self.log)
             _started(self.project, "a")
@@ -241,7 +241,7 @@ class LiveRun:
         if self.point == "before":
             _ok(etl_craft(*run, "--init-only", cwd=self.project))
         elif self.point == "between":
-            done = _ok(etl_craft(*run, "--task_code", "a", cwd=self.project))
+            done = _ok(etl_craft(*run, "--task-code", "a", cwd=self.project))
             assert "run 1 stays IN-PROGRESS: 1 task(s) have not run yet (b)" in done.out
         else:
             _ok(etl_craft(*run, cwd=self.project), 9 if self.b_fails_once else 0)
@@ -252,7 +252,7 @@ class LiveRun:
         if self.supervisor is not None and self.supervisor.returncode is None:
             release(self.project, "a")
             return self.supervisor.wait(timeout=90)
-        done = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=self.project)
+        done = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", cwd=self.project)
         self.log.write_text(done.out + done.err)
         return done.code
 
@@ -292,7 +292,7 @@ def _operate(live: LiveRun, op: str, expected: Expected) -> int | None:
     project, point = live.project, live.point
     if op in ("mark_success", "mark_failed"):
         status = "SUCCESS" if op == "mark_success" else "FAILED"
-        done = _ok(etl_craft("mark", "--pipeline_code", "flow", "--run-id", "1", "--task_code", "b", "--status",
+        done = _ok(etl_craft("mark", "--pipeline-code", "flow", "--run-id", "1", "--task-code", "b", "--status",
                              status, "--rows", "3", "--reason", "judged by hand", "--format", "json", cwd=project),
                    expected.op_code)
         doc = json.loads(done.out)
@@ -302,7 +302,7 @@ def _operate(live: LiveRun, op: str, expected: Expected) -> int | None:
         assert doc["run"]["repair_pending"] is (point == "after"), "reopening a SUCCESS run is a repair"
         return None
     if op == "cancel":
-        done = etl_craft("cancel", "--pipeline_code", "flow", "--run-id", "1", "--reason", "not today", "--format",
+        done = etl_craft("cancel", "--pipeline-code", "flow", "--run-id", "1", "--reason", "not today", "--format",
                          "json", cwd=project)
         _ok(done, expected.op_code)
         if point == "after":
@@ -317,9 +317,9 @@ def _operate(live: LiveRun, op: str, expected: Expected) -> int | None:
         assert (doc["run"]["status"], doc["run"]["ended_by"]) == ("CANCELLED", "tester@cli")
         return None
     if op == "pause":
-        _ok(etl_craft("pause", "--pipeline_code", "flow", "--reason", "warehouse upgrade", cwd=project))
+        _ok(etl_craft("pause", "--pipeline-code", "flow", "--reason", "warehouse upgrade", cwd=project))
         if point == "after":
-            paused = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+            paused = etl_craft("run", "--pipeline-code", "flow", cwd=project)
             paused_code = paused.code
             assert "pipeline flow is paused since" in paused.err and "by tester@cli" in paused.err, paused.err
         else:
@@ -328,16 +328,16 @@ def _operate(live: LiveRun, op: str, expected: Expected) -> int | None:
                 paused_code = live.supervisor.wait(timeout=90)
                 said = live.log.read_text()
             else:
-                paused = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=project)
+                paused = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
                 paused_code, said = paused.code, paused.out
             assert "pipeline flow is paused (by tester@cli: warehouse upgrade), so run 1 admits no more tasks" in said
             assert not any((project / "marks").glob("b.*.start")), "no task starts in a paused pipeline"
             assert (project / "marks" / "a.1.start").exists() == (point != "before"), "only a task already going ran"
-        _ok(etl_craft("resume", "--pipeline_code", "flow", "--reason", "upgrade done", cwd=project))
-        _ok(etl_craft("run", "--pipeline_code", "flow", *(("--run-id", "1") if point != "after" else ()), cwd=project))
+        _ok(etl_craft("resume", "--pipeline-code", "flow", "--reason", "upgrade done", cwd=project))
+        _ok(etl_craft("run", "--pipeline-code", "flow", *(("--run-id", "1") if point != "after" else ()), cwd=project))
         return paused_code
     assert op == "rerun"
-    done = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "b", "--reason", "source fixed",
+    done = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--rerun", "b", "--reason", "source fixed",
                      cwd=project)
     _ok(done, expected.op_code)
     if point != "after":
@@ -381,15 +381,15 @@ def _resume_command(said: str) -> list[str]:
 def test_a_held_backfill_refuses_a_plain_run__a_manual_run_queued_meanwhile_stops_it__its_resume_command_finishes(
         request: pytest.FixtureRequest, tmp_path: Path, projects: Projects, dialect: str) -> None:
     project = projects.new(tmp_path / "p", dialect, False, request)
-    backfill = start_etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-03", "--reason",
+    backfill = start_etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-03", "--reason",
                                "orders source repaired", cwd=project, log=tmp_path / "backfill.log")
     try:
         _started(project, "a")
         tree = descendants(backfill.pid)
-        plain = _ok(etl_craft("run", "--pipeline_code", "flow", cwd=project), 24)
+        plain = _ok(etl_craft("run", "--pipeline-code", "flow", cwd=project), 24)
         assert "pipeline flow is running backfill run 1 (backfill:2026-11-01) as of 2026-11-01" in plain.err
         assert "a plain run waits until it ends, or cancel it" in plain.err
-        queued = etl_craft("run", "--pipeline_code", "flow", "--run-key", "manual-1", "--init-only", cwd=project)
+        queued = etl_craft("run", "--pipeline-code", "flow", "--run-key", "manual-1", "--init-only", cwd=project)
         assert queued.code == 24, "the manual run is created but not admitted while the backfill's run is going"
         assert _tasks(_status(project, 1)) == {"a": ("IN-PROGRESS", 1), "b": NOT_RUN}, "the backfill run goes on"
         release(project, "a")
@@ -400,18 +400,18 @@ def test_a_held_backfill_refuses_a_plain_run__a_manual_run_queued_meanwhile_stop
         _stop(backfill)
     said = (tmp_path / "backfill.log").read_text()
     assert ("backfill of flow stopped before 2026-11-02 (1 of 3 dates done): run 2 (manual-1, MANUAL, QUEUED) is "
-            "active; once it has ended, resume with: etl-craft run --pipeline_code flow --backfill "
+            "active; once it has ended, resume with: etl-craft run --pipeline-code flow --backfill "
             "2026-11-02:2026-11-03 --reason 'orders source repaired'") in said, said
     assert _history(project) == [("backfill:2026-11-01", "SUCCESS"), ("manual-1", "QUEUED")]
 
     refused = _ok(etl_craft(*_resume_command(said), cwd=project), 25)
     assert "stopped before 2026-11-02 (0 of 2 dates done)" in refused.out, "still stopped while run 2 is active"
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "manual-1", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "manual-1", cwd=project))
     resumed = _ok(etl_craft(*_resume_command(said), cwd=project))
     assert "backfill of flow: 2 date(s) from 2026-11-02 to 2026-11-03 done" in resumed.out
     assert _history(project) == [("backfill:2026-11-01", "SUCCESS"), ("manual-1", "SUCCESS"),
                                  ("backfill:2026-11-02", "SUCCESS"), ("backfill:2026-11-03", "SUCCESS")]
-    done = _ok(etl_craft("audit", "--pipeline_code", "flow", "--format", "json", cwd=project))
+    done = _ok(etl_craft("audit", "--pipeline-code", "flow", "--format", "json", cwd=project))
     requests = [(e["what"], e["actor"]) for e in reversed(json.loads(done.out)["entries"]) if e["kind"] == "action"]
     assert [r for r in requests if r[0] == "run --backfill"] == [("run --backfill", "tester@cli")] * 3
     _all_ended(_script_pids(project), "task processes")
@@ -422,14 +422,14 @@ def test_a_held_backfill_refuses_a_plain_run__a_manual_run_queued_meanwhile_stop
 def test_a_manual_run_going_when_a_backfill_starts__the_backfill_stops_before_its_first_date__then_resumes(
         request: pytest.FixtureRequest, tmp_path: Path, projects: Projects, dialect: str) -> None:
     project = projects.new(tmp_path / "p", dialect, False, request)
-    manual = start_etl_craft("run", "--pipeline_code", "flow", "--run-key", "manual-1", cwd=project,
+    manual = start_etl_craft("run", "--pipeline-code", "flow", "--run-key", "manual-1", cwd=project,
                              log=tmp_path / "manual.log")
     try:
         _started(project, "a")
-        stopped = _ok(etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-02", "--reason",
+        stopped = _ok(etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-02", "--reason",
                                 "reload", cwd=project), 25)
         assert ("backfill of flow stopped before 2026-11-01 (0 of 2 dates done): run 1 (manual-1, MANUAL, "
-                "IN-PROGRESS) is active; once it has ended, resume with: etl-craft run --pipeline_code flow "
+                "IN-PROGRESS) is active; once it has ended, resume with: etl-craft run --pipeline-code flow "
                 "--backfill 2026-11-01:2026-11-02 --reason reload") in stopped.out, stopped.out
         assert _tasks(_status(project, 1)) == {"a": ("IN-PROGRESS", 1), "b": NOT_RUN}, "the manual run goes on"
         release(project, "a")

@@ -45,7 +45,7 @@ def _json(project: Path, *args: str) -> dict[str, Any]:
 
 
 def _status(project: Path, run_id: int, pipeline: str = "flow") -> dict[str, Any]:
-    return _json(project, "status", "--pipeline_code", pipeline, "--run-id", str(run_id))
+    return _json(project, "status", "--pipeline-code", pipeline, "--run-id", str(run_id))
 
 
 def _tasks(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
@@ -53,7 +53,7 @@ def _tasks(doc: dict[str, Any]) -> dict[str, tuple[str, int]]:
 
 
 def _history(project: Path) -> list[tuple[int, str, str]]:
-    runs = _json(project, "history", "--pipeline_code", "flow")["runs"]
+    runs = _json(project, "history", "--pipeline-code", "flow")["runs"]
     return sorted((r["pipeline_run_id"], r["run_key"], r["status"]) for r in runs)
 
 
@@ -78,8 +78,8 @@ def test_b10_mark_and_rerun_of_a_consumed_task_run_keep_the_consumption_and_neve
     attempts, never the consumption."""
     project = _project(tmp_path, engine_url, {"up": [Task("extract")], "down": [Task("report")]},
                        [("report", "extract", "SUCCESS")])
-    _ok(etl_craft("run", "--pipeline_code", "up", cwd=project))
-    _ok(etl_craft("run", "--pipeline_code", "down", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "up", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "down", cwd=project))
     [consumed] = _consumption(project)
     with engine_db(project) as db:
         [extract_run] = rows(db, "SELECT TASK_RUN_ID FROM {AUD_TASK_RUN_LOG} WHERE PIPELINE_RUN_ID = 1")
@@ -88,15 +88,15 @@ def test_b10_mark_and_rerun_of_a_consumed_task_run_keep_the_consumption_and_neve
 
     # (arguments, what the command's JSON must say: (task status) for mark, (run status) for run --rerun)
     steps: list[tuple[tuple[str, ...], str]] = [
-        (("mark", "--pipeline_code", "up", "--run-id", "1", "--task_code", "extract", "--status", "FAILED",
+        (("mark", "--pipeline-code", "up", "--run-id", "1", "--task-code", "extract", "--status", "FAILED",
           "--reason", "the extract was wrong"), "FAILED"),
-        (("run", "--pipeline_code", "up", "--run-id", "1", "--rerun", "extract", "--reason", "source fixed"),
+        (("run", "--pipeline-code", "up", "--run-id", "1", "--rerun", "extract", "--reason", "source fixed"),
          "SUCCESS"),
-        (("mark", "--pipeline_code", "up", "--run-id", "1", "--task_code", "extract", "--status", "SUCCESS",
+        (("mark", "--pipeline-code", "up", "--run-id", "1", "--task-code", "extract", "--status", "SUCCESS",
           "--rows", "7", "--reason", "checked by hand"), "SUCCESS"),
-        (("mark", "--pipeline_code", "down", "--run-id", "2", "--task_code", "report", "--status", "FAILED",
+        (("mark", "--pipeline-code", "down", "--run-id", "2", "--task-code", "report", "--status", "FAILED",
           "--reason", "report was wrong"), "FAILED"),
-        (("run", "--pipeline_code", "down", "--run-id", "2", "--rerun", "report", "--reason", "report fixed"),
+        (("run", "--pipeline-code", "down", "--run-id", "2", "--rerun", "report", "--reason", "report fixed"),
          "SUCCESS"),
     ]
     for args, said in steps:
@@ -114,52 +114,52 @@ def test_b10_mark_and_rerun_of_a_consumed_task_run_keep_the_consumption_and_neve
 # --- W11 ---------------------------------------------------------------------------------------------------------
 
 def _explained(project: Path, *args: str) -> tuple[int, str]:
-    doc = _json(project, "explain", "--pipeline_code", "flow", "--task_code", "report", *args)
+    doc = _json(project, "explain", "--pipeline-code", "flow", "--task-code", "report", *args)
     return doc["run_id"], doc["run_status"]
 
 
 def test_w11_each_command_acts_on_the_run_it_names__unnamed_it_takes_the_one_not_ended_or_refuses(
         tmp_path: Path) -> None:
     project = _project(tmp_path, None)
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "day-1", cwd=project))
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "day-2", "--init-only", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "day-1", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "day-2", "--init-only", cwd=project))
     ended = _status(project, 1)
 
     # status and explain: the run named, else the one run that has not ended (run 2), never the other.
     assert (ended["run"]["status"], _tasks(ended)) == ("SUCCESS", {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)})
-    unnamed = _json(project, "status", "--pipeline_code", "flow")
+    unnamed = _json(project, "status", "--pipeline-code", "flow")
     assert (unnamed["run"]["pipeline_run_id"], _tasks(unnamed)) == (2, {"load": ("NOT RUN", 0),
                                                                         "report": ("NOT RUN", 0)})
     assert _explained(project, "--run-id", "1") == (1, "SUCCESS")
     assert _explained(project) == (2, "IN-PROGRESS")
 
-    # mark and run --task_code: on run 2 by name; run 1 (which has ended) keeps everything.
-    marked = _json(project, "mark", "--pipeline_code", "flow", "--run-key", "day-2", "--task_code", "load",
+    # mark and run --task-code: on run 2 by name; run 1 (which has ended) keeps everything.
+    marked = _json(project, "mark", "--pipeline-code", "flow", "--run-key", "day-2", "--task-code", "load",
                    "--status", "SUCCESS", "--rows", "4", "--reason", "loaded by hand")
     assert (marked["run"]["pipeline_run_id"], marked["task"]["status"]) == (2, "SUCCESS")
-    refused = _ok(etl_craft("mark", "--pipeline_code", "flow", "--run-key", "day-1", "--task_code", "report",
+    refused = _ok(etl_craft("mark", "--pipeline-code", "flow", "--run-key", "day-1", "--task-code", "report",
                             "--status", "FAILED", "--reason", "x", cwd=project), 24)
     assert ("run 1 has ended SUCCESS and marking a task reopens it, which is refused while run 2 (day-2) of the same "
             "pipeline is IN-PROGRESS") in refused.err, refused.err
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-id", "2", "--task_code", "report", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-id", "2", "--task-code", "report", cwd=project))
     second = _status(project, 2)
     assert (second["run"]["status"], _tasks(second)) == ("SUCCESS", {"load": ("SUCCESS", 0), "report": ("SUCCESS", 1)})
     assert _status(project, 1) == ended, "run 1 was never touched"
 
     # reopen and cancel: both runs have ended now; each acts on the one named.
-    reopened = _json(project, "reopen", "--pipeline_code", "flow", "--run-key", "day-1", "--reason", "repair")
+    reopened = _json(project, "reopen", "--pipeline-code", "flow", "--run-key", "day-1", "--reason", "repair")
     assert (reopened["run"]["pipeline_run_id"], reopened["run"]["status"]) == (1, "IN-PROGRESS")
-    cancelled = _json(project, "cancel", "--pipeline_code", "flow", "--run-key", "day-1", "--reason", "not needed")
+    cancelled = _json(project, "cancel", "--pipeline-code", "flow", "--run-key", "day-1", "--reason", "not needed")
     assert (cancelled["run"]["pipeline_run_id"], cancelled["run"]["status"]) == (1, "CANCELLED")
     assert _status(project, 2) == second, "run 2, the latest, was never touched"
 
     # two runs that have not ended: every command that names no run refuses, listing both.
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "day-3", "--init-only", cwd=project))
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "day-4", "--init-only", cwd=project), 24)
-    for args in (("status",), ("explain", "--task_code", "report"),
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "day-3", "--init-only", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "day-4", "--init-only", cwd=project), 24)
+    for args in (("status",), ("explain", "--task-code", "report"),
                  ("mark", "--status", "FAILED", "--reason", "x"), ("cancel", "--reason", "x"),
-                 ("run", "--task_code", "load")):
-        done = etl_craft(args[0], "--pipeline_code", "flow", *args[1:], cwd=project)
+                 ("run", "--task-code", "load")):
+        done = etl_craft(args[0], "--pipeline-code", "flow", *args[1:], cwd=project)
         assert done.code == 23, (args, done.code, done.err)
         listed = ("3 (IN-PROGRESS)", "4 (QUEUED)") if args[0] == "status" else ("run 3 (", "run 4 (")
         assert all(candidate in done.err for candidate in listed), (args, done.err)
@@ -169,25 +169,25 @@ def test_w11_each_command_acts_on_the_run_it_names__unnamed_it_takes_the_one_not
 
 def test_w11_after_a_backfill__commands_act_on_the_run_its_key_names__not_the_latest_date(tmp_path: Path) -> None:
     project = _project(tmp_path, None)
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--backfill", "2026-11-01:2026-11-02", "--reason", "reload",
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--backfill", "2026-11-01:2026-11-02", "--reason", "reload",
                   cwd=project))
     first_key, latest = "backfill:2026-11-01", _status(project, 2)
     assert (latest["run"]["run_key"], latest["run"]["status"]) == ("backfill:2026-11-02", "SUCCESS")
 
     # No run is left that has not ended: a command that names none refuses; none picks run 2, the latest.
-    for args, code in ((("status",), 22), (("explain", "--task_code", "report"), 22),
+    for args, code in ((("status",), 22), (("explain", "--task-code", "report"), 22),
                        (("mark", "--status", "FAILED", "--reason", "x"), 22), (("cancel", "--reason", "x"), 22),
-                       (("run", "--task_code", "load", "--force"), 22)):
-        done = etl_craft(args[0], "--pipeline_code", "flow", *args[1:], cwd=project)
+                       (("run", "--task-code", "load", "--force"), 22)):
+        done = etl_craft(args[0], "--pipeline-code", "flow", *args[1:], cwd=project)
         assert done.code == code, (args, done.code, done.err)
     assert _explained(project, "--run-key", first_key) == (1, "SUCCESS")
 
-    marked = _json(project, "mark", "--pipeline_code", "flow", "--run-key", first_key, "--task_code", "report",
+    marked = _json(project, "mark", "--pipeline-code", "flow", "--run-key", first_key, "--task-code", "report",
                    "--status", "SKIPPED", "--reason", "no report that day")
     assert (marked["run"]["pipeline_run_id"], marked["run"]["status"], marked["task"]["status"]) == (
         1, "IN-PROGRESS", "SKIPPED"), "the mark reopened run 1, the run its key names"
     assert _explained(project) == (1, "IN-PROGRESS"), "unnamed: the one run that has not ended, not the latest"
-    forced = _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", first_key, "--task_code", "load", "--force",
+    forced = _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", first_key, "--task-code", "load", "--force",
                            cwd=project))
     assert "SUCCESS" in forced.out
     first = _status(project, 1)
@@ -200,11 +200,11 @@ def test_w11_after_a_backfill__commands_act_on_the_run_its_key_names__not_the_la
 def test_b29_a_run_ended_skipped_has_ended__a_new_run_is_created__mark_and_cancel_treat_it_as_ended(
         tmp_path: Path) -> None:
     project = _project(tmp_path, None)
-    _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--init-only", cwd=project))
+    _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", "--init-only", cwd=project))
     for task in ("load", "report"):
-        _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--skip", task, "--reason", "holiday",
+        _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", "--skip", task, "--reason", "holiday",
                       cwd=project))
-    ended = _ok(etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", cwd=project))
+    ended = _ok(etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", cwd=project))
     assert "run 1 ended SKIPPED" in ended.out
     skipped = _status(project, 1)
     assert (skipped["run"]["status"], _tasks(skipped)) == ("SKIPPED", {"load": ("SKIPPED", 0),
@@ -215,23 +215,23 @@ def test_b29_a_run_ended_skipped_has_ended__a_new_run_is_created__mark_and_cance
             (("cancel", "--reason", "x"), 22, "has no run that has not ended"),
             (("cancel", "--run-id", "1", "--reason", "x"), 20,
              "run 1 already ended SKIPPED; there is nothing to cancel"),
-            (("run", "--run-id", "1", "--task_code", "load"), 24, "run 1 is SKIPPED: pass --force to reopen it"),
+            (("run", "--run-id", "1", "--task-code", "load"), 24, "run 1 is SKIPPED: pass --force to reopen it"),
             (("run", "--run-id", "1"), 24, "run 1 is SKIPPED, so there is nothing to run")):
-        done = etl_craft(args[0], "--pipeline_code", "flow", *args[1:], cwd=project)
+        done = etl_craft(args[0], "--pipeline-code", "flow", *args[1:], cwd=project)
         assert (done.code, said in done.err) == (code, True), (args, done.code, done.err)
     assert _status(project, 1) == skipped, "the refused commands changed nothing"
 
-    fresh = json.loads(_ok(etl_craft("run", "--pipeline_code", "flow", "--format", "json", cwd=project)).out)
+    fresh = json.loads(_ok(etl_craft("run", "--pipeline-code", "flow", "--format", "json", cwd=project)).out)
     history = _history(project)
     assert [(run_id, status) for run_id, _, status in history] == [(1, "SKIPPED"), (fresh["pipeline_run_id"],
                                                                                    "SUCCESS")]
     assert fresh["pipeline_run_id"] != 1 and history[1][1].startswith("manual:"), "a new run, not run 1 resumed"
     assert _status(project, 1) == skipped
 
-    marked = _json(project, "mark", "--pipeline_code", "flow", "--run-id", "1", "--status", "FAILED", "--reason",
+    marked = _json(project, "mark", "--pipeline-code", "flow", "--run-id", "1", "--status", "FAILED", "--reason",
                    "the holiday was a mistake")
     assert (marked["run"]["status"], marked["run"]["ended_by"]) == ("FAILED", "tester@cli"), (
         "mark of the ended run sets how it ended")
-    audit = _json(project, "audit", "--pipeline_code", "flow")["entries"]
+    audit = _json(project, "audit", "--pipeline-code", "flow")["entries"]
     assert [e["what"] for e in reversed(audit) if e["kind"] == "action" and e["what"] in ("mark", "cancel")] == [
         "mark"], "the refused mark and cancels recorded nothing"

@@ -30,7 +30,7 @@ TASKS = {"shop_ingest": {"ingest_customers", "ingest_orders"},
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     """scripts/demo.sh run once with TMPDIR in a new folder, with this interpreter; its output and its project."""
     tmp = tmp_path_factory.mktemp("demo")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ETL_CRAFT_", "ETLCRAFT_"))}
     env.update({"TMPDIR": str(tmp), "PYTHON": sys.executable, "ETL_CRAFT_ACTOR": "tester@demo", **CHECKOUT})
     done = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], cwd=tmp, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
@@ -40,7 +40,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Completed
 
 
 def _runs(project: Path, pipeline: str) -> dict[str, dict[str, object]]:
-    done = etl_craft("history", "--pipeline_code", pipeline, "--format", "json", cwd=project, env=CHECKOUT)
+    done = etl_craft("history", "--pipeline-code", pipeline, "--format", "json", cwd=project, env=CHECKOUT)
     assert done.code == 0, done.err
     return {r["run_key"]: r for r in json.loads(done.out)["runs"]}
 
@@ -71,7 +71,7 @@ def _exits_0_and_prints_status_and_history(demo: tuple[subprocess.CompletedProce
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     transform = _runs(project, "customer_orders")["demo-transform-2"]["pipeline_run_id"]
     assert f"run {transform} of customer_orders (demo-transform-2, MANUAL, " in done.stdout
-    assert "== etl-craft history --pipeline_code shop_ingest" in done.stdout
+    assert "== etl-craft history --pipeline-code shop_ingest" in done.stdout
     assert f"rm -rf {project.parent}" in done.stdout
 
 
@@ -82,7 +82,7 @@ def _every_run_of_the_pipeline_ended_success(demo: tuple[subprocess.CompletedPro
     assert sorted(runs) == KEYS[pipeline]
     for key, run in runs.items():
         assert run["status"] == "SUCCESS", (key, run)
-        status = etl_craft("status", "--pipeline_code", pipeline, "--run-id", str(run["pipeline_run_id"]),
+        status = etl_craft("status", "--pipeline-code", pipeline, "--run-id", str(run["pipeline_run_id"]),
                            "--format", "json", cwd=project, env=CHECKOUT)
         tasks = {t["task_code"]: (t["status"], t["rows_written"]) for t in json.loads(status.out)["tasks"]}
         assert set(tasks) == TASKS[pipeline]

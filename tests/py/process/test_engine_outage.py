@@ -43,7 +43,7 @@ def test_b27_an_engine_db_outage_shorter_than_the_lease_does_not_abort_the_run_o
         lease_seconds=60)
     assert etl_craft("migrate", cwd=project).code == 0
     log = tmp_path / "run.log"
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=log)
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=log)
     try:
         wait_for(lambda: (project / "marks").is_dir() and len(list((project / "marks").glob("load_*.start"))) == 3,
                  what="the three loads to start")
@@ -56,7 +56,7 @@ def test_b27_an_engine_db_outage_shorter_than_the_lease_does_not_abort_the_run_o
     finally:
         if parent.poll() is None:
             parent.kill()
-    status = etl_craft("status", "--pipeline_code", "flow", "--run-id", "1", "--format", "json", cwd=project)
+    status = etl_craft("status", "--pipeline-code", "flow", "--run-id", "1", "--format", "json", cwd=project)
     assert status.code == 0, status.err
     document = json.loads(status.out)
     assert document["run"]["status"] == "SUCCESS", (document, log.read_text())

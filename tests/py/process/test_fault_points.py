@@ -1,4 +1,4 @@
-"""Every fault point of an attempt's path (etlcraft.core.faults.POINTS) with ETLCRAFT_FAULT=<point>:kill, through
+"""Every fault point of an attempt's path (etlcraft.core.faults.POINTS) with ETL_CRAFT_FAULT=<point>:kill, through
 the real `etl-craft run`: the process that reaches the point (the run's parent, or a task process) dies there, then
 a new `etl-craft run` completes what is left, and the Engine DB is consistent: every run ended, no attempt left
 QUEUED, CLAIMED or RUNNING, every task run ended and reading as its latest attempt, and an offset only from the
@@ -70,14 +70,14 @@ class Case:
 
 
 def _run_all(cases: list[Case], fault: bool) -> None:
-    """`etl-craft run` in every case's project, PARALLEL at a time; with `fault`, under ETLCRAFT_FAULT=<point>:kill."""
+    """`etl-craft run` in every case's project, PARALLEL at a time; with `fault`, under ETL_CRAFT_FAULT=<point>:kill."""
     waiting, running = list(cases), []
     while waiting or running:
         while waiting and len(running) < PARALLEL:
             case = waiting.pop(0)
             log = case.project / ("first.log" if fault else "second.log")
-            env = {"ETLCRAFT_FAULT": f"{case.point}:kill"} if fault else {}
-            running.append((case, log, start_etl_craft("run", "--pipeline_code", PIPELINE, cwd=case.project,
+            env = {"ETL_CRAFT_FAULT": f"{case.point}:kill"} if fault else {}
+            running.append((case, log, start_etl_craft("run", "--pipeline-code", PIPELINE, cwd=case.project,
                                                        log=log, env=env), time.monotonic()))
         time.sleep(0.05)
         for entry in [e for e in running if e[2].poll() is not None or time.monotonic() - e[3] > 120]:

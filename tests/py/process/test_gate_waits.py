@@ -31,7 +31,7 @@ def _waits(project: Path) -> list[dict[str, Any]]:
 
 
 def _tasks(project: Path, pipeline: str, run_id: int) -> dict[str, tuple[str, int]]:
-    done = etl_craft("status", "--pipeline_code", pipeline, "--run-id", str(run_id), "--format", "json", cwd=project)
+    done = etl_craft("status", "--pipeline-code", pipeline, "--run-id", str(run_id), "--format", "json", cwd=project)
     assert done.code == 0, done.err
     return {t["task_code"]: (t["status"], t["attempts"]) for t in json.loads(done.out)["tasks"]}
 
@@ -41,7 +41,7 @@ def _upstream_with_a_history(project: Path, ends: int = 0) -> None:
     hold it from now on."""
     assert etl_craft("migrate", cwd=project).code == 0
     release(project, "up")
-    first = etl_craft("run", "--pipeline_code", "up", cwd=project)
+    first = etl_craft("run", "--pipeline-code", "up", cwd=project)
     assert first.code == ends, first.err
     (project / "holds" / "up").unlink()
 
@@ -58,10 +58,10 @@ def test_100_tasks_waiting_on_an_upstream_hold_no_slot__a_restart_resumes_their_
                              "down": [Task("free")] + [Task(w) for w in WAITERS]},
                             [(w, "u", "SUCCESS") for w in WAITERS], slots=1)
     _upstream_with_a_history(project, ends=9)  # u failed: no SUCCESS of it yet
-    upstream = start_etl_craft("run", "--pipeline_code", "up", cwd=project, log=tmp_path / "up.log")
+    upstream = start_etl_craft("run", "--pipeline-code", "up", cwd=project, log=tmp_path / "up.log")
     wait_for(lambda: _started(project, "u", 2), what="the upstream's second run to start")
 
-    down = start_etl_craft("run", "--pipeline_code", "down", cwd=project, log=tmp_path / "down.log")
+    down = start_etl_craft("run", "--pipeline-code", "down", cwd=project, log=tmp_path / "down.log")
     wait_for(lambda: len([w for w in _waits(project) if w["ended_at"] is None]) == 100, timeout=60,
              what="every task gate to wait")
     wait_for(lambda: _tasks(project, "down", 3)["free"] == ("SUCCESS", 1), timeout=60,
@@ -71,11 +71,11 @@ def test_100_tasks_waiting_on_an_upstream_hold_no_slot__a_restart_resumes_their_
     waits = _waits(project)
     assert {w["pipeline_run_id"] for w in waits} == {3} and all(w["task_id"] for w in waits)
     assert "up.u has no SUCCESS task run that is not a backfill" in waits[0]["waiting_for"]
-    explained = etl_craft("explain", "--pipeline_code", "down", "--task_code", "w042", "--run-id", "3", cwd=project)
+    explained = etl_craft("explain", "--pipeline-code", "down", "--task-code", "w042", "--run-id", "3", cwd=project)
     assert explained.code == 0, explained.err
     assert "=> w042 runs once its task gate is met: it waits, holding no slot, because up.u has no SUCCESS" in (
         explained.out)
-    status = etl_craft("status", "--pipeline_code", "down", "--run-id", "3", cwd=project)
+    status = etl_craft("status", "--pipeline-code", "down", "--run-id", "3", cwd=project)
     assert status.code == 0, status.err
     line = next(x for x in status.out.splitlines() if x.strip().startswith("w042 "))
     assert "NOT RUN" in line and "waiting on its gate (look " in line and ": up.u has no SUCCESS task run" in line
@@ -85,7 +85,7 @@ def test_100_tasks_waiting_on_an_upstream_hold_no_slot__a_restart_resumes_their_
     before = {w["gate_wait_id"]: w for w in _waits(project)}
     assert all(w["ended_at"] is None for w in before.values()), "a stopped supervisor leaves the waits open"
 
-    down = start_etl_craft("run", "--pipeline_code", "down", cwd=project, log=tmp_path / "down2.log")
+    down = start_etl_craft("run", "--pipeline-code", "down", cwd=project, log=tmp_path / "down2.log")
     wait_for(lambda: all(w["looks"] > before[w["gate_wait_id"]]["looks"] for w in _waits(project)), timeout=60,
              what="the next supervisor to look at every waiting gate again")
     after = {w["gate_wait_id"]: w for w in _waits(project)}
@@ -113,15 +113,15 @@ def test_a_pipeline_gate_waits_for_its_running_upstream__the_run_is_admitted_onc
         " SELECT d.PIPELINE_ID, u.PIPELINE_ID, 'SUCCESS' FROM CFG_PIPELINES d, CFG_PIPELINES u"
         " WHERE d.PIPELINE_CODE = 'down' AND u.PIPELINE_CODE = 'up';\n")
     _upstream_with_a_history(project)
-    assert etl_craft("run", "--pipeline_code", "down", cwd=project).code == 0, "the first run consumes up's run 1"
+    assert etl_craft("run", "--pipeline-code", "down", cwd=project).code == 0, "the first run consumes up's run 1"
 
-    upstream = start_etl_craft("run", "--pipeline_code", "up", cwd=project, log=tmp_path / "up.log")
+    upstream = start_etl_craft("run", "--pipeline-code", "up", cwd=project, log=tmp_path / "up.log")
     wait_for(lambda: _started(project, "u", 2), what="the upstream's second run to start")
-    down = start_etl_craft("run", "--pipeline_code", "down", cwd=project, log=tmp_path / "down.log")
+    down = start_etl_craft("run", "--pipeline-code", "down", cwd=project, log=tmp_path / "down.log")
     wait_for(lambda: any(w["ended_at"] is None for w in _waits(project)), what="the pipeline gate to wait")
     (wait,) = _waits(project)
     assert wait["task_id"] is None and wait["pipeline_run_id"] == 4
-    status = etl_craft("status", "--pipeline_code", "down", "--run-id", "4", cwd=project)
+    status = etl_craft("status", "--pipeline-code", "down", "--run-id", "4", cwd=project)
     assert "pipeline gate: waiting on its gate (look " in status.out, status.out + status.err
     assert "up run 1 revision 1 was already consumed by run 2" in wait["waiting_for"]
 
@@ -147,12 +147,12 @@ def test_an_upstream_repaired_while_the_downstream_gate_waits__the_downstream_co
     with (project / "craft-connector.yml").open("a") as config:  # up's only run is under repair: no average, so the
         config.write("  Gate_wait_minutes: 1\n")  # looks are the minute spread over ten, 6 s apart
     _upstream_with_a_history(project)
-    assert etl_craft("run", "--pipeline_code", "down", cwd=project).code == 0, "run 2 consumes up's run 1, revision 1"
+    assert etl_craft("run", "--pipeline-code", "down", cwd=project).code == 0, "run 2 consumes up's run 1, revision 1"
 
-    repair = start_etl_craft("run", "--pipeline_code", "up", "--run-id", "1", "--task_code", "u", "--force",
+    repair = start_etl_craft("run", "--pipeline-code", "up", "--run-id", "1", "--task-code", "u", "--force",
                              "--reason", "late rows", cwd=project, log=tmp_path / "repair.log")
     wait_for(lambda: _started(project, "u", 2), what="the repair of up's run 1 to start")
-    down = start_etl_craft("run", "--pipeline_code", "down", cwd=project, log=tmp_path / "down.log")
+    down = start_etl_craft("run", "--pipeline-code", "down", cwd=project, log=tmp_path / "down.log")
     wait_for(lambda: any(w["ended_at"] is None for w in _waits(project)), what="down's pipeline gate to wait")
     assert "up has no SUCCESS run" in _waits(project)[0]["waiting_for"], "its only run is being repaired"
 

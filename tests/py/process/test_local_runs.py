@@ -24,7 +24,7 @@ def engine_url(request: pytest.FixtureRequest) -> str | None:
 
 
 def _status(project: Path, pipeline: str, run_id: int) -> dict[str, object]:
-    done = etl_craft("status", "--pipeline_code", pipeline, "--run-id", str(run_id), "--format", "json", cwd=project)
+    done = etl_craft("status", "--pipeline-code", pipeline, "--run-id", str(run_id), "--format", "json", cwd=project)
     assert done.code == 0, done.err
     return json.loads(done.out)
 
@@ -39,7 +39,7 @@ def test_a_diamond_runs_in_dependency_order_with_its_branches_in_parallel(
         Task("a", {"seconds": 0.5}), Task("b", {"seconds": 1.5}), Task("c", {"seconds": 1.5}), Task("d")]},
         [("b", "a", "SUCCESS"), ("c", "a", "SUCCESS"), ("d", "b", "SUCCESS"), ("d", "c", "SUCCESS")])
     assert etl_craft("migrate", cwd=project).code == 0
-    done = etl_craft("run", "--pipeline_code", "diamond", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "diamond", cwd=project)
     assert done.code == 0, done.out + done.err
     t = marks(project)
     assert t["a.end"] <= t["b.start"] and t["a.end"] <= t["c.start"], "b and c wait for a"
@@ -54,7 +54,7 @@ def test_w2_a_task_starts_once_its_own_dependency_ends__while_a_slow_task_it_doe
     project = write_project(tmp_path / "p", engine_url, {"flow": [
         Task("slow", {"hold": "slow"}), Task("a"), Task("b")]}, [("b", "a", "SUCCESS")])
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "run.log")
     try:
         wait_for(lambda: any((project / "marks").glob("b.*.end")) if (project / "marks").is_dir() else False,
                  what="b to run while slow is held")
@@ -71,7 +71,7 @@ def test_a_failing_task_skips_its_success_dependents_and_fires_its_failure_depen
         Task("load", {"fail": True}), Task("transform"), Task("alert")]},
         [("transform", "load", "SUCCESS"), ("alert", "load", "FAILURE")])
     assert etl_craft("migrate", cwd=project).code == 0
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 9
     assert _tasks(project, "flow", 1) == {"alert": "SUCCESS", "load": "FAILED", "transform": "SKIPPED"}
     status = _status(project, "flow", 1)
@@ -85,16 +85,16 @@ def test_kill_9_of_the_parent_then_a_new_run_reconciles_the_attempt_lost_and_com
     project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 30, "once": True})]}, [],
                             lease_seconds=12)
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "first.log")
+    parent = start_etl_craft("run", "--pipeline-code", "slow", cwd=project, log=tmp_path / "first.log")
     wait_for(lambda: (project / "marks").is_dir() and any((project / "marks").glob("work.*.start")),
              what="the task to start")
     child_pid = int(next((project / "marks").glob("work.*.start")).read_text().split()[1])
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)
-    refused = etl_craft("run", "--pipeline_code", "slow", cwd=project)
+    refused = etl_craft("run", "--pipeline-code", "slow", cwd=project)
     assert refused.code == 24 and "is supervised by" in refused.err, "the dead owner's lease is still live"
     time.sleep(13)  # nobody renews the leases any more: they expire
-    done = etl_craft("run", "--pipeline_code", "slow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "slow", cwd=project)
     assert done.code == 0, done.out + done.err
     assert "work: attempt 1 was lost; queued again" in done.out
     assert descendants_alive([child_pid]) == [], "the orphaned task process was stopped"
@@ -109,7 +109,7 @@ def test_an_orphaned_task_that_finishes_within_its_lease_keeps_its_outcome(
     project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 2})]}, [],
                             lease_seconds=30)
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "first.log")
+    parent = start_etl_craft("run", "--pipeline-code", "slow", cwd=project, log=tmp_path / "first.log")
     wait_for(lambda: (project / "marks").is_dir() and any((project / "marks").glob("work.*.start")),
              what="the task to start")
     parent.send_signal(signal.SIGKILL)
@@ -129,7 +129,7 @@ def test_sigterm_mid_run__the_tasks_are_interrupted_not_failed__the_advised_resu
         Task("work", {"hold": "go"}), Task("side", {"hold": "go"}), Task("after"), Task("last")]},
         [("after", "work", "SUCCESS"), ("last", "after", "SUCCESS"), ("last", "side", "SUCCESS")])
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "slow", cwd=project, log=tmp_path / "run.log")
     wait_for(lambda: len(list((project / "marks").glob("*.start"))) == 2 if (project / "marks").is_dir() else False,
              what="both tasks to start")
     children = [int(p.read_text().split()[1]) for p in (project / "marks").glob("*.start")]
@@ -138,13 +138,13 @@ def test_sigterm_mid_run__the_tasks_are_interrupted_not_failed__the_advised_resu
     assert descendants_alive(children) == [], "no task process survives its parent"
     advice = (tmp_path / "run.log").read_text()
     assert "is left IN-PROGRESS to resume" in advice, advice
-    assert "resume it with etl-craft run --pipeline_code slow --run-id 1" in advice, advice
+    assert "resume it with etl-craft run --pipeline-code slow --run-id 1" in advice, advice
     status = _status(project, "slow", 1)
     assert status["run"]["status"] == "IN-PROGRESS"  # type: ignore[index]
     tasks = {t["task_code"]: t for t in status["tasks"]}  # type: ignore[union-attr]
     assert (tasks["work"]["status"], tasks["side"]["status"]) == ("IN-PROGRESS", "IN-PROGRESS"), tasks
     release(project, "go")
-    resumed = etl_craft("run", "--pipeline_code", "slow", cwd=project)
+    resumed = etl_craft("run", "--pipeline-code", "slow", cwd=project)
     assert resumed.code == 0, resumed.out + resumed.err
     assert _tasks(project, "slow", 1) == {"work": "SUCCESS", "side": "SUCCESS", "after": "SUCCESS",
                                           "last": "SUCCESS"}
@@ -156,7 +156,7 @@ def test_kill_9_of_a_task_process_records_its_attempt_failed(tmp_path: Path, eng
     project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 30}), Task("after")]},
                             [("after", "work", "ALWAYS")])
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "slow", cwd=project, log=tmp_path / "run.log")
     wait_for(lambda: any((project / "marks").glob("work.*.start")) if (project / "marks").is_dir() else False,
              what="the task to start")
     os.kill(int(next((project / "marks").glob("work.*.start")).read_text().split()[1]), signal.SIGKILL)
@@ -171,7 +171,7 @@ def test_kill_9_of_a_task_process_records_its_attempt_failed(tmp_path: Path, eng
 def test_a_task_past_its_time_limit_is_timed_out(tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"seconds": 30}, timeout=4)]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
-    done = etl_craft("run", "--pipeline_code", "slow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "slow", cwd=project)
     assert done.code == 9
     task = _status(project, "slow", 1)["tasks"][0]  # type: ignore[index]
     assert task["status"] == "FAILED"
@@ -183,10 +183,10 @@ def test_a_task_past_its_time_limit_is_timed_out(tmp_path: Path, engine_url: str
 def test_two_runs_of_one_pipeline_at_once_have_one_supervisor(tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"slow": [Task("work", {"hold": "work"})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
-    first = start_etl_craft("run", "--pipeline_code", "slow", cwd=project, log=tmp_path / "first.log")
+    first = start_etl_craft("run", "--pipeline-code", "slow", cwd=project, log=tmp_path / "first.log")
     wait_for(lambda: any((project / "marks").glob("work.*.start")) if (project / "marks").is_dir() else False,
              what="the task to start")
-    second = etl_craft("run", "--pipeline_code", "slow", cwd=project)
+    second = etl_craft("run", "--pipeline-code", "slow", cwd=project)
     assert second.code == 24
     assert "run 1 is supervised by" in second.err and "(lease until" in second.err
     release(project, "work")

@@ -33,12 +33,12 @@ def alerts(tmp_path: Path) -> Path:
 
 
 def test_a_task_whose_handler_cannot_run_fails_with_its_reason_and_skips_its_dependents(alerts: Path) -> None:
-    done = etl_craft("run", "--pipeline_code", "alerts", "--run-key", "manual:one", cwd=alerts)
+    done = etl_craft("run", "--pipeline-code", "alerts", "--run-key", "manual:one", cwd=alerts)
     assert done.code == 9, done.err
     assert "notify: FAILED" in done.out
     assert "after: SKIPPED (notify ended FAILED; its SUCCESS dependency can never be met)" in done.out
     assert done.err.startswith("error: run 1 of alerts ended FAILED (failed: notify); see etl-craft status")
-    status = json.loads(etl_craft("status", "--pipeline_code", "alerts", "--run-id", "1", "--format", "json",
+    status = json.loads(etl_craft("status", "--pipeline-code", "alerts", "--run-id", "1", "--format", "json",
                                   cwd=alerts).out)
     assert status["schema"] == "etl-craft/run-status/1"
     assert status["run"]["status"] == "FAILED" and status["run"]["ended_by"] == "etl-craft"
@@ -51,16 +51,16 @@ def test_a_task_whose_handler_cannot_run_fails_with_its_reason_and_skips_its_dep
 
 
 def test_the_same_key_resumes_its_run_and_an_ended_run_is_not_run_again(alerts: Path) -> None:
-    assert etl_craft("run", "--pipeline_code", "alerts", "--run-key", "manual:one", cwd=alerts).code == 9
-    again = etl_craft("run", "--pipeline_code", "alerts", "--run-key", "manual:one", cwd=alerts)
+    assert etl_craft("run", "--pipeline-code", "alerts", "--run-key", "manual:one", cwd=alerts).code == 9
+    again = etl_craft("run", "--pipeline-code", "alerts", "--run-key", "manual:one", cwd=alerts)
     assert again.code == 24
     assert "run 1 is FAILED, so there is nothing to run; start a new run (another --run-key)" in again.err
-    history = json.loads(etl_craft("history", "--pipeline_code", "alerts", "--format", "json", cwd=alerts).out)
+    history = json.loads(etl_craft("history", "--pipeline-code", "alerts", "--format", "json", cwd=alerts).out)
     assert [r["run_key"] for r in history["runs"]] == ["manual:one"]
 
 
 def test_status_without_a_run_id_refuses_to_guess(alerts: Path) -> None:
-    etl_craft("run", "--pipeline_code", "alerts", cwd=alerts)
-    done = etl_craft("status", "--pipeline_code", "alerts", cwd=alerts)
+    etl_craft("run", "--pipeline-code", "alerts", cwd=alerts)
+    done = etl_craft("status", "--pipeline-code", "alerts", cwd=alerts)
     assert done.code == 22
     assert "pipeline alerts has 0 active runs; name one with --run-id (recent runs: 1 (FAILED)" in done.err

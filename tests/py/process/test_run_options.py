@@ -1,4 +1,4 @@
-"""Task commands of the real `etl-craft run`: --task_code, --rerun (with and without --with-downstream),
+"""Task commands of the real `etl-craft run`: --task-code, --rerun (with and without --with-downstream),
 --ignore-dependencies, --force, --init-only and --finalize-only. The scenarios that race or end runs run on a SQLite
 and a PostgreSQL Engine DB; the option logic, which lives in the same database functions, on SQLite."""
 
@@ -29,7 +29,7 @@ def engine_url(request: pytest.FixtureRequest) -> str | None:
 
 
 def _status(project: Path, run_id: int) -> dict[str, object]:
-    done = etl_craft("status", "--pipeline_code", "flow", "--run-id", str(run_id), "--format", "json", cwd=project)
+    done = etl_craft("status", "--pipeline-code", "flow", "--run-id", str(run_id), "--format", "json", cwd=project)
     assert done.code == 0, done.err
     return json.loads(done.out)
 
@@ -48,7 +48,7 @@ def _failed_run(tmp_path: Path, engine_url: str | None) -> Path:
     """Run 1 of flow ended FAILED: load FAILED, report SKIPPED, audit SUCCESS; then load's metadata is fixed."""
     project = write_project(tmp_path / "p", engine_url, FLOW, EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    assert etl_craft("run", "--pipeline_code", "flow", cwd=project).code == 9
+    assert etl_craft("run", "--pipeline-code", "flow", cwd=project).code == 9
     (project / "migrations" / "0002_fix_load.sql").write_text(FIX_LOAD)
     assert etl_craft("migrate", cwd=project).code == 0
     return project
@@ -57,13 +57,13 @@ def _failed_run(tmp_path: Path, engine_url: str | None) -> Path:
 def test_b25_rerun_of_a_failed_task__the_tasks_its_failure_skipped_run_before_the_run_ends(
         tmp_path: Path, engine_url: str | None) -> None:
     project = _failed_run(tmp_path, engine_url)
-    rerun = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "load", cwd=project)
+    rerun = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--rerun", "load", cwd=project)
     assert rerun.code == 0, rerun.err
     assert "run 1 stays IN-PROGRESS: 1 task(s) have not run yet (report)" in rerun.out
     assert _run_status(project, 1) == "IN-PROGRESS", "report never ran: the run must not end SUCCESS"
     assert _tasks(project, 1)["load"] == ("SUCCESS", 2)
 
-    resumed = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=project)
+    resumed = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
     assert resumed.code == 0, resumed.err
     assert _run_status(project, 1) == "SUCCESS"
     assert _tasks(project, 1) == {"audit": ("SUCCESS", 1), "load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
@@ -71,7 +71,7 @@ def test_b25_rerun_of_a_failed_task__the_tasks_its_failure_skipped_run_before_th
 
 def test_rerun_with_downstream__runs_the_skipped_dependents_and_ends_the_run(tmp_path: Path) -> None:
     project = _failed_run(tmp_path, None)
-    done = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "load", "--with-downstream",
+    done = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--rerun", "load", "--with-downstream",
                      "--reason", "load fixed", "--format", "json", cwd=project)
     assert done.code == 0, done.err
     outcome = json.loads(done.out)
@@ -82,7 +82,7 @@ def test_rerun_with_downstream__runs_the_skipped_dependents_and_ends_the_run(tmp
 def test_b31_a_refused_rerun_changes_nothing(tmp_path: Path) -> None:
     project = _failed_run(tmp_path, None)
     before = _status(project, 1)
-    refused = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--rerun", "audit", cwd=project)
+    refused = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--rerun", "audit", cwd=project)
     assert refused.code == 24
     assert ("task audit in run 1 of flow is SUCCESS: --rerun runs again a task that FAILED or was CANCELLED"
             in refused.err)
@@ -94,26 +94,26 @@ def test_task_code__unmet_dependencies_wait_and_record_nothing__ignore_dependenc
     project = write_project(tmp_path / "p", engine_url, {"flow": [Task("load"), Task("report"), Task("audit")]},
                             EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    init = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--init-only", "--format", "json",
+    init = etl_craft("run", "--pipeline-code", "flow", "--run-key", "ext:1", "--init-only", "--format", "json",
                      cwd=project)
     assert init.code == 0, init.err
     run_id = json.loads(init.out)["pipeline_run_id"]
 
-    waiting = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--task_code", "report", cwd=project)
+    waiting = etl_craft("run", "--pipeline-code", "flow", "--run-key", "ext:1", "--task-code", "report", cwd=project)
     assert waiting.code == 26
     assert "task report in run 1 of flow waits for its dependencies: load (SUCCESS needed, not run)" in waiting.err
     assert _tasks(project, run_id)["report"] == ("NOT RUN", 0), "nothing was recorded for report"
 
-    forced = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--task_code", "report",
+    forced = etl_craft("run", "--pipeline-code", "flow", "--run-key", "ext:1", "--task-code", "report",
                        "--ignore-dependencies", cwd=project)
     assert forced.code == 0, forced.err
     assert "2 task(s) have not run yet (audit, load)" in forced.out
-    refused = etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--finalize-only", cwd=project)
+    refused = etl_craft("run", "--pipeline-code", "flow", "--run-key", "ext:1", "--finalize-only", cwd=project)
     assert refused.code == 24, refused.err
     assert "run 1 cannot be finalized: task(s) audit (never ran), load (never ran) have not settled" in refused.err
 
     for task in ("load", "audit"):
-        assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "ext:1", "--task_code", task,
+        assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "ext:1", "--task-code", task,
                          cwd=project).code == 0
     assert _run_status(project, run_id) == "SUCCESS", "the last task command ended the settled run"
 
@@ -121,11 +121,11 @@ def test_task_code__unmet_dependencies_wait_and_record_nothing__ignore_dependenc
 def test_force__reruns_a_succeeded_task_in_an_ended_run_and_ends_the_run_again(tmp_path: Path) -> None:
     project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    assert etl_craft("run", "--pipeline_code", "flow", cwd=project).code == 0
-    plain = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--task_code", "load", cwd=project)
+    assert etl_craft("run", "--pipeline-code", "flow", cwd=project).code == 0
+    plain = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--task-code", "load", cwd=project)
     assert plain.code == 24 and "task load in run 1 of flow already succeeded; pass --force" in plain.err
 
-    forced = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", "--task_code", "load", "--force",
+    forced = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--task-code", "load", "--force",
                        "--reason", "reload after a source fix", cwd=project)
     assert forced.code == 0, forced.err
     assert _run_status(project, 1) == "SUCCESS"
@@ -143,10 +143,10 @@ def test_w12_a_run_without_run_date_runs_as_of_today_in_the_projects_time_zone__
     assert etl_craft("migrate", cwd=project).code == 0
     before, utc_before = datetime.now(zone).date(), datetime.now(UTC).date()
     assert before != utc_before
-    commands = (("run", "--pipeline_code", "flow"),
-                ("run", "--pipeline_code", "flow", "--run-key", "ext:2", "--init-only"),
-                ("run", "--pipeline_code", "flow", "--run-key", "ext:2", "--task_code", "load"),
-                ("run", "--pipeline_code", "flow", "--run-key", "ext:3", "--task_code", "load"))
+    commands = (("run", "--pipeline-code", "flow"),
+                ("run", "--pipeline-code", "flow", "--run-key", "ext:2", "--init-only"),
+                ("run", "--pipeline-code", "flow", "--run-key", "ext:2", "--task-code", "load"),
+                ("run", "--pipeline-code", "flow", "--run-key", "ext:3", "--task-code", "load"))
     for command in commands:
         done = etl_craft(*command, cwd=project)
         assert done.code == 0, done.out + done.err
@@ -159,12 +159,12 @@ def test_w12_a_run_without_run_date_runs_as_of_today_in_the_projects_time_zone__
 def test_option_contradictions__refused_naming_both(tmp_path: Path) -> None:
     project = write_project(tmp_path / "p", None, {"flow": [Task("load")]}, [])
     for args, message in (
-            (("--task_code", "load", "--rerun", "load"), "--task_code and --rerun both name a task"),
+            (("--task-code", "load", "--rerun", "load"), "--task-code and --rerun both name a task"),
             (("--with-downstream",), "--with-downstream needs the task to start from"),
-            (("--rerun", "load", "--force"), "--force applies to one task: give --task_code T"),
+            (("--rerun", "load", "--force"), "--force applies to one task: give --task-code T"),
             (("--init-only", "--finalize-only"), "--init-only and --finalize-only contradict each other"),
             (("--run-id", "1", "--run-key", "k"), "--run-id and --run-key both name the run")):
-        done = etl_craft("run", "--pipeline_code", "flow", *args, cwd=project)
+        done = etl_craft("run", "--pipeline-code", "flow", *args, cwd=project)
         assert (done.code, message in done.err) == (2, True), (args, done.err)
 
 
@@ -172,14 +172,14 @@ def test_b24_two_task_commands_for_one_task_at_once__it_runs_once__a_pipeline_ru
         tmp_path: Path, engine_url: str | None) -> None:
     project = write_project(tmp_path / "p", engine_url, {"flow": [Task("slow", {"hold": "slow"})]}, [])
     assert etl_craft("migrate", cwd=project).code == 0
-    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--init-only", cwd=project).code == 0
-    first = start_etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--task_code", "slow", cwd=project,
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", "--init-only", cwd=project).code == 0
+    first = start_etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", "--task-code", "slow", cwd=project,
                             log=tmp_path / "first.log")
     wait_for(lambda: any((project / "marks").glob("slow.*.start")) if (project / "marks").is_dir() else False,
              what="the task to start")
-    second = etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", "--task_code", "slow", cwd=project)
+    second = etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", "--task-code", "slow", cwd=project)
     assert second.code == 24 and "task slow in run 1 of flow is running now" in second.err, second.err
-    whole = etl_craft("run", "--pipeline_code", "flow", "--run-key", "k", cwd=project)
+    whole = etl_craft("run", "--pipeline-code", "flow", "--run-key", "k", cwd=project)
     assert whole.code == 24 and "run 1 is supervised by" in whole.err, whole.err
     release(project, "slow")
     assert first.wait(timeout=60) == 0
@@ -190,9 +190,9 @@ def test_b24_two_task_commands_for_one_task_at_once__it_runs_once__a_pipeline_ru
 def test_b11_a_task_command_binds_to_the_run_its_key_names__never_the_newest(tmp_path: Path) -> None:
     project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "day:1", cwd=project).code == 0
-    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "day:2", cwd=project).code == 0
-    done = etl_craft("run", "--pipeline_code", "flow", "--run-key", "day:1", "--task_code", "report", "--force",
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "day:1", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "day:2", cwd=project).code == 0
+    done = etl_craft("run", "--pipeline-code", "flow", "--run-key", "day:1", "--task-code", "report", "--force",
                      cwd=project)
     assert done.code == 0, done.err
     assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 2)}, "the old run, by its key"
@@ -207,12 +207,12 @@ def test_a_run_its_gate_refused__stays_queued_and_is_judged_again_by_the_next_ru
         " SELECT d.PIPELINE_ID, u.PIPELINE_ID, 'SUCCESS' FROM CFG_PIPELINES d, CFG_PIPELINES u"
         " WHERE d.PIPELINE_CODE = 'down' AND u.PIPELINE_CODE = 'up';\n")
     assert etl_craft("migrate", cwd=project).code == 0
-    waiting = etl_craft("run", "--pipeline_code", "down", cwd=project)
+    waiting = etl_craft("run", "--pipeline-code", "down", cwd=project)
     assert waiting.code == 26, waiting.err
     assert "run 1 (manual:" in waiting.err
     assert "of down waits: pipeline gate not met: up has no SUCCESS run" in waiting.err
-    assert etl_craft("run", "--pipeline_code", "up", cwd=project).code == 0
-    admitted = etl_craft("run", "--pipeline_code", "down", "--format", "json", cwd=project)
+    assert etl_craft("run", "--pipeline-code", "up", cwd=project).code == 0
+    admitted = etl_craft("run", "--pipeline-code", "down", "--format", "json", cwd=project)
     assert admitted.code == 0, admitted.err
     assert json.loads(admitted.out)["pipeline_run_id"] == 1, "the QUEUED run was admitted, not a new one created"
 
@@ -228,7 +228,7 @@ def test_retries__a_failed_attempt_is_retried_after_its_delay_until_retries_run_
         for task, name, value in (("flaky", "RETRIES", "2"), ("flaky", "RETRY_DELAY_SECONDS", "1"),
                                   ("broken", "RETRIES", "1"), ("broken", "RETRY_DELAY_SECONDS", "0"))))
     assert etl_craft("migrate", cwd=project).code == 0
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 9, done.err
     assert "flaky: retry 1 of 2 (attempt" in done.out and ") in 1 s" in done.out
     assert "broken: retry 1 of 1 (attempt" in done.out and "broken: retry 2" not in done.out
@@ -243,10 +243,10 @@ def test_pause_mid_run__running_tasks_finish__no_new_task_starts__the_run_resume
     project = write_project(tmp_path / "p", engine_url, {"flow": [Task("load", {"hold": "load"}), Task("report")]},
                             EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "run.log")
     wait_for(lambda: any((project / "marks").glob("load.*.start")) if (project / "marks").is_dir() else False,
              what="load to start")
-    assert etl_craft("pause", "--pipeline_code", "flow", "--reason", "maintenance", cwd=project).code == 0
+    assert etl_craft("pause", "--pipeline-code", "flow", "--reason", "maintenance", cwd=project).code == 0
     release(project, "load")
     assert parent.wait(timeout=60) == 25
     said = (tmp_path / "run.log").read_text()
@@ -254,8 +254,8 @@ def test_pause_mid_run__running_tasks_finish__no_new_task_starts__the_run_resume
     assert _run_status(project, 1) == "IN-PROGRESS"
     assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("NOT RUN", 0)}
 
-    assert etl_craft("resume", "--pipeline_code", "flow", cwd=project).code == 0
-    resumed = etl_craft("run", "--pipeline_code", "flow", "--run-id", "1", cwd=project)
+    assert etl_craft("resume", "--pipeline-code", "flow", cwd=project).code == 0
+    resumed = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
     assert resumed.code == 0, resumed.err
     assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
 
@@ -266,14 +266,14 @@ def test_skip__an_operator_skip_stands__the_run_goes_on_without_the_task__each_c
 
     project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report"), Task("audit")]}, EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
-    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", "--init-only", cwd=project).code == 0
-    unexplained = etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", "--skip", "audit", cwd=project)
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "d1", "--init-only", cwd=project).code == 0
+    unexplained = etl_craft("run", "--pipeline-code", "flow", "--run-key", "d1", "--skip", "audit", cwd=project)
     assert unexplained.code == 2 and "--skip audit needs --reason" in unexplained.err
-    skipped = etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", "--skip", "audit", "--reason",
+    skipped = etl_craft("run", "--pipeline-code", "flow", "--run-key", "d1", "--skip", "audit", "--reason",
                         "audited by hand", cwd=project)
     assert skipped.code == 0, skipped.err
     assert "task audit is SKIPPED in run 1 of flow (audited by hand)" in skipped.out
-    assert etl_craft("run", "--pipeline_code", "flow", "--run-key", "d1", cwd=project).code == 0
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "d1", cwd=project).code == 0
     assert _tasks(project, 1) == {"audit": ("SKIPPED", 0), "load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
     assert _run_status(project, 1) == "SUCCESS"
     with sqlite3.connect(project / ".etl-craft" / "engine.db") as conn:
@@ -299,8 +299,8 @@ def test_migrate_refuses_a_parameter_value_its_parameter_cannot_take__nothing_of
     assert refused.code == 5, refused.err
     assert ("0002_retries.sql: task flaky, parameter RETRIES is 'two', not a whole number; expected a whole number "
             "of at least 0; nothing of this migration was applied") in refused.err, refused.err
-    shown = etl_craft("show", "--pipeline_code", "flow", "--format", "json", cwd=project)
+    shown = etl_craft("show", "--pipeline-code", "flow", "--format", "json", cwd=project)
     assert "RETRY_DELAY_SECONDS" not in shown.out, "the file's first statement was not kept either"
     bad.write_text(bad.read_text().replace("'two'", "'2'"))
     assert etl_craft("migrate", cwd=project).code == 0
-    assert "RETRY_DELAY_SECONDS" in etl_craft("show", "--pipeline_code", "flow", "--format", "json", cwd=project).out
+    assert "RETRY_DELAY_SECONDS" in etl_craft("show", "--pipeline-code", "flow", "--format", "json", cwd=project).out

@@ -219,14 +219,14 @@ def _log(project: Path, run_id: int, task: str, attempt_id: int) -> Path:
 def test_b8_a_zombie_task_process_finishing_after_its_attempt_was_lost_changes_nothing(
         tmp_path: Path, engine_url: str | None, stray_pids: list[int]) -> None:
     project = _project(tmp_path, engine_url, [Task("load", script="zombie.py")], lease_seconds=LEASE_SECONDS)
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "first.log")
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "first.log")
     zombie = int(_mark(project, "load", 1)[1])
     stray_pids.append(zombie)
     parent.send_signal(signal.SIGKILL)
     parent.wait(timeout=10)
     time.sleep(LEASE_SECONDS + 0.5)  # nobody renews the dead parent's leases: they expire
 
-    resumed = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    resumed = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert resumed.code == 0, resumed.out + resumed.err
     assert "load: attempt 1 was lost; queued again" in resumed.out
     assert descendants_alive([zombie]) == [zombie], "the zombie ignored the reconciliation's SIGTERM"
@@ -265,15 +265,15 @@ def _stopped_attempt(project: Path, signum: int) -> dict[str, object]:
 
 @pytest.mark.process
 @pytest.mark.parametrize(("command", "signum"), [
-    ("--task_code", signal.SIGTERM), ("--rerun", signal.SIGHUP), ("pipeline", signal.SIGHUP)])
+    ("--task-code", signal.SIGTERM), ("--rerun", signal.SIGHUP), ("pipeline", signal.SIGHUP)])
 def test_b3_a_stop_signal_to_a_run_command_stops_the_task_process_group_and_records_it_interrupted(
         tmp_path: Path, engine_url: str | None, command: str, signum: int, stray_pids: list[int]) -> None:
     project = _project(tmp_path, engine_url, [Task("work", {"seconds": 120, "fail_first": command == "--rerun"},
                                                    script="stop.py")])
-    args = ["run", "--pipeline_code", "flow", "--run-key", "k"]
-    if command == "--task_code":
+    args = ["run", "--pipeline-code", "flow", "--run-key", "k"]
+    if command == "--task-code":
         assert etl_craft(*args, "--init-only", cwd=project).code == 0
-        args += ["--task_code", "work"]
+        args += ["--task-code", "work"]
     elif command == "--rerun":
         assert etl_craft(*args, cwd=project).code == 9, "work failed its first attempt"
         args += ["--rerun", "work"]
@@ -295,7 +295,7 @@ def test_b3_a_stop_signal_to_a_run_command_stops_the_task_process_group_and_reco
 def test_b3_a_stop_while_a_task_process_starts__it_is_stopped_and_its_attempt_interrupted_never_running(
         tmp_path: Path, engine_url: str | None, stray_pids: list[int]) -> None:
     project = _project(tmp_path, engine_url, [Task("work", script="stop.py")])
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log",
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "run.log",
                              env={VARIABLE: "child_entered:pause"})
     log = _log(project, 1, "work", 1)
     wait_for(lambda: log.exists() and "fault point child_entered fired" in log.read_text(),
@@ -317,7 +317,7 @@ def test_b3_a_stop_between_tasks_leaves_nothing_running_and_the_run_resumes_at_o
         tmp_path: Path, engine_url: str | None, stray_pids: list[int]) -> None:
     project = _project(tmp_path, engine_url, [Task("first", script="stop.py"), Task("then", script="stop.py")],
                        [("then", "first", "SUCCESS")])
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log",
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "run.log",
                              env={VARIABLE: "child_reaped:pause"})
     wait_for(lambda: "fault point child_reaped fired" in (tmp_path / "run.log").read_text(),
              what="the parent to pause between its tasks")
@@ -331,7 +331,7 @@ def test_b3_a_stop_between_tasks_leaves_nothing_running_and_the_run_resumes_at_o
     with engine_db(project) as db:
         assert [(a["task_code"], a["status"]) for a in attempts(db, "flow")] == [("first", "SUCCESS")]
         assert [(r["status"], r["owner_id"]) for r in runs(db, "flow")] == [("IN-PROGRESS", None)]
-    resumed = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    resumed = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert resumed.code == 0, resumed.out + resumed.err
     with engine_db(project) as db:
         assert [r["status"] for r in runs(db, "flow")] == ["SUCCESS"]
@@ -346,7 +346,7 @@ def test_b2_a_task_process_that_cannot_open_its_log_records_its_attempt_failed_w
         tmp_path: Path, engine_url: str | None) -> None:
     project = _project(tmp_path, engine_url, [Task("work", script="stop.py")])
     _log(project, 1, "work", 1).mkdir(parents=True)  # a folder where the attempt's log file goes
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 9, done.out + done.err
     with engine_db(project) as db:
         row = attempt(db, 1)
@@ -363,7 +363,7 @@ def test_b2_a_task_process_that_cannot_open_its_log_records_its_attempt_failed_w
 def test_b2_a_log_folder_that_cannot_be_created_fails_the_run_before_any_attempt_is_claimed(tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", script="stop.py")])
     (project / ".etl-craft" / "logs").write_text("a file where the log folders go")
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 1
     assert done.err.startswith(f"error: the task log folder {project / '.etl-craft' / 'logs' / 'flow' / '1'} "
                                "cannot be created (NotADirectoryError: ")
@@ -375,7 +375,7 @@ def test_b2_a_log_folder_that_cannot_be_created_fails_the_run_before_any_attempt
 @pytest.mark.process
 def test_b2_a_setup_error_after_the_attempt_started_leaves_it_failed_with_the_error(tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", script="missing.py")])
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 9, done.out + done.err
     with engine_db(project) as db:
         row = attempt(db, 1)
@@ -436,7 +436,7 @@ def test_b3_a_stop_signal_during_a_task_process_start_is_delivered_once_the_proc
 def test_b53_the_task_process_ends_when_its_outcome_is_recorded__not_when_its_threads_and_atexit_hooks_are_done(
         tmp_path: Path, stray_pids: list[int]) -> None:
     project = _project(tmp_path, None, [Task("work", script="linger.py")])
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 0, done.out + done.err
     child = int(_mark(project, "work", 1)[1])
     stray_pids.append(child)
@@ -455,7 +455,7 @@ def test_b53_the_task_process_ends_when_its_outcome_is_recorded__not_when_its_th
 @pytest.mark.process
 def test_b54_everything_the_task_process_writes_reaches_its_log_file__its_tail_the_task_log(tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", {"lines": 3, "bulk": 2000}, script="talk.py")])
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 0, done.out + done.err
     text = _log(project, 1, "work", 1).read_text()
     for line in ("line 1 of work", "line 3 of work", "to stderr", "INFO talk: logged at INFO", "from a subprocess",
@@ -470,7 +470,7 @@ def test_b54_everything_the_task_process_writes_reaches_its_log_file__its_tail_t
 @pytest.mark.process
 def test_b54_a_task_process_killed_keeps_what_it_printed(tmp_path: Path, stray_pids: list[int]) -> None:
     project = _project(tmp_path, None, [Task("work", {"lines": 5, "seconds": 120}, script="talk.py")])
-    parent = start_etl_craft("run", "--pipeline_code", "flow", cwd=project, log=tmp_path / "run.log")
+    parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "run.log")
     child = int(_mark(project, "work", 1)[1])
     stray_pids.append(child)
     os.kill(child, signal.SIGKILL)
@@ -486,7 +486,7 @@ def test_b54_a_task_process_killed_keeps_what_it_printed(tmp_path: Path, stray_p
 def test_b54_a_timed_out_task_keeps_what_it_printed__a_partial_line_too(tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", {"lines": 5, "seconds": 120, "partial": "50% done"}, timeout=2,
                                              script="talk.py")])
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 9, done.out + done.err
     with engine_db(project) as db:
         row = attempt(db, 1)
@@ -502,7 +502,7 @@ def test_b54_a_timed_out_task_keeps_what_it_printed__a_partial_line_too(tmp_path
 @pytest.mark.process
 def test_b60_a_nanosecond_offset_fails_the_attempt_and_stores_no_offset(tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", script="nano.py")])
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 9, done.out + done.err
     with engine_db(project) as db:
         row = attempt(db, 1)
@@ -520,9 +520,9 @@ def test_b60_a_nanosecond_offset_fails_the_attempt_and_stores_no_offset(tmp_path
 def test_b19_a_script_is_a_real_module_in_its_task_process__dataclasses_pickle_and_fork_pools_work(
         tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", script="module.py")])
-    done = etl_craft("run", "--pipeline_code", "flow", cwd=project)
+    done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 0, done.out + done.err
-    status = json.loads(etl_craft("status", "--pipeline_code", "flow", "--run-id", "1", "--format", "json",
+    status = json.loads(etl_craft("status", "--pipeline-code", "flow", "--run-id", "1", "--format", "json",
                                   cwd=project).out)
     assert status["tasks"][0]["status"] == "SUCCESS"
     with engine_db(project) as db:

@@ -29,7 +29,7 @@ VALIDATION, NOT_FOUND, REFUSED = _exit("VALIDATION"), _exit("NOT_FOUND"), _exit(
 STALE = _exit("STALE_TRANSITION")
 
 #: The option spellings the corpus uses (kebab-case is the documented one).
-P, T = "--pipeline_code", "--task_code"
+P, T = "--pipeline-code", "--task-code"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def etl_craft(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout:
     """Run `etl-craft <args>` in `cwd` to its end. It runs in a process of its own, forked from a warm server that
     has imported etl-craft (tests.py.support.cli_server), unless `env` sets an interpreter variable (PYTHON...),
     which only a new interpreter reads."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETL_CRAFT_", "ETLCRAFT_"))}
     environ.update({"ETL_CRAFT_ACTOR": "tester@cli", "COLUMNS": "200", **(env or {})})
     if any(name.startswith("PYTHON") for name in env or {}):
         done = subprocess.run([sys.executable, "-m", "etlcraft", *args], cwd=cwd, env=environ, capture_output=True,
@@ -89,7 +89,7 @@ class _Server:
 
 def start_etl_craft(*args: str, cwd: Path, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """Start etl-craft in the background, its output in `log` (a file: an unread pipe could block it)."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETLCRAFT_", "ETL_CRAFT_"))}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("ETL_CRAFT_", "ETLCRAFT_"))}
     environ.update({"ETL_CRAFT_ACTOR": "tester@cli", "COLUMNS": "200", **(env or {})})
     with log.open("wb") as out:
         return subprocess.Popen([sys.executable, "-m", "etlcraft", *args], cwd=cwd, env=environ, stdout=out,

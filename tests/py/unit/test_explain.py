@@ -186,8 +186,8 @@ def test_explain__retry_scheduled__names_the_due_attempt() -> None:
         BASE,
         task_status="IN-PROGRESS",
         attempts=(
-            Attempt(1, "FAILED", at(2), None, at(3), at(4), "RuntimeError: warehouse unreachable\nTraceback", "Y"),
-            Attempt(2, "QUEUED", at(4), at(34), None, None, None, retry_number=1),
+            Attempt(41, 1, "FAILED", at(2), None, at(3), at(4), "RuntimeError: warehouse unreachable\nTraceback", "Y"),
+            Attempt(42, 2, "QUEUED", at(4), at(34), None, None, None, retry_number=1),
         ),
         edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
@@ -196,15 +196,15 @@ def test_explain__retry_scheduled__names_the_due_attempt() -> None:
         "run: IN-PROGRESS",
         "pause: none",
         "task: IN-PROGRESS, 2 attempt(s)",
-        "  attempt 1: FAILED, queued 2026-03-14 06:02:00 UTC, started 2026-03-14 06:03:00 UTC, "
+        "  attempt 41 (try 1): FAILED, queued 2026-03-14 06:02:00 UTC, started 2026-03-14 06:03:00 UTC, "
         "ended 2026-03-14 06:04:00 UTC; error: RuntimeError: warehouse unreachable",
-        "  attempt 2: QUEUED, queued 2026-03-14 06:04:00 UTC, started -, ended -, not before 2026-03-14 06:34:00 UTC",
+        "  attempt 42 (try 2): QUEUED, queued 2026-03-14 06:04:00 UTC, started -, ended -, not before 2026-03-14 06:34:00 UTC",
         "run condition: ALL (every dependency must be met)",
         "dependencies:",
         "  load (SUCCESS): upstream SUCCESS, met",
         "cross-pipeline decisions: none",
-        "retries: 2 (delay 60 s, backoff 2); attempt 2 is due at 2026-03-14 06:34:00 UTC",
-        "=> report runs again when attempt 2 (retry 1 of 2) falls due at 2026-03-14 06:34:00 UTC "
+        "retries: 2 (delay 60 s, backoff 2); attempt 42 is due at 2026-03-14 06:34:00 UTC",
+        "=> report runs again when attempt 42 (retry 1 of 2) falls due at 2026-03-14 06:34:00 UTC "
         "and an overseer of run 7 claims it.",
     ]
 
@@ -225,7 +225,7 @@ def test_explain__paused_pipeline__names_the_pause_and_resume() -> None:
         "cross-pipeline decisions: none",
         "retries: 2 (delay 60 s, backoff 2); none scheduled",
         "=> Nothing starts report while pipeline sales is paused (since 2026-03-14 06:10:00 UTC by "
-        "ops@team); etl-craft resume --pipeline_code sales would let it run.",
+        "ops@team); etl-craft resume --pipeline-code sales would let it run.",
     ]
 
 
@@ -233,7 +233,7 @@ def test_explain__succeeded__already_ran() -> None:
     snapshot = replace(
         BASE,
         task_status="SUCCESS",
-        attempts=(Attempt(1, "SUCCESS", at(5), None, at(6), at(8), None),),
+        attempts=(Attempt(41, 1, "SUCCESS", at(5), None, at(6), at(8), None),),
         edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
     assert text_of(snapshot) == [
@@ -241,15 +241,15 @@ def test_explain__succeeded__already_ran() -> None:
         "run: IN-PROGRESS",
         "pause: none",
         "task: SUCCESS, 1 attempt(s)",
-        "  attempt 1: SUCCESS, queued 2026-03-14 06:05:00 UTC, started 2026-03-14 06:06:00 UTC, "
+        "  attempt 41 (try 1): SUCCESS, queued 2026-03-14 06:05:00 UTC, started 2026-03-14 06:06:00 UTC, "
         "ended 2026-03-14 06:08:00 UTC",
         "run condition: ALL (every dependency must be met)",
         "dependencies:",
         "  load (SUCCESS): upstream SUCCESS, met",
         "cross-pipeline decisions: none",
         "retries: 2 (delay 60 s, backoff 2); none scheduled",
-        "=> report already ran: it succeeded in attempt 1, and nothing runs it again in run 7 "
-        "unless asked to (etl-craft run --pipeline_code sales --run-id 7 --task_code report "
+        "=> report already ran: it succeeded in attempt 41, and nothing runs it again in run 7 "
+        "unless asked to (etl-craft run --pipeline-code sales --run-id 7 --task-code report "
         "--force).",
     ]
 
@@ -273,7 +273,7 @@ def test_explain__skipped__says_why_and_what_reruns_it() -> None:
         "retries: 2 (delay 60 s, backoff 2); none scheduled",
         "=> report was skipped (load ended SUCCESS; its FAILURE dependency can never be met); it "
         "runs only if its upstream is rerun and then meets its dependencies, or when asked: "
-        "etl-craft run --pipeline_code sales --run-id 7 --task_code report --ignore-dependencies.",
+        "etl-craft run --pipeline-code sales --run-id 7 --task-code report --ignore-dependencies.",
     ]
 
 
@@ -283,7 +283,7 @@ def test_explain__lost_attempt__queued_again_by_the_next_overseer() -> None:
         task_status="FAILED",
         task_message="attempt 1 was LOST: its owner stopped renewing the lease",
         attempts=(
-            Attempt(1, "LOST", at(5), None, at(6), at(20), "attempt 1 was LOST: its owner stopped renewing the lease"),
+            Attempt(41, 1, "LOST", at(5), None, at(6), at(20), "attempt 1 was LOST: its owner stopped renewing the lease"),
         ),
         edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
@@ -292,15 +292,15 @@ def test_explain__lost_attempt__queued_again_by_the_next_overseer() -> None:
         "run: IN-PROGRESS",
         "pause: none",
         "task: FAILED, 1 attempt(s): attempt 1 was LOST: its owner stopped renewing the lease",
-        "  attempt 1: LOST, queued 2026-03-14 06:05:00 UTC, started 2026-03-14 06:06:00 UTC, ended "
+        "  attempt 41 (try 1): LOST, queued 2026-03-14 06:05:00 UTC, started 2026-03-14 06:06:00 UTC, ended "
         "2026-03-14 06:20:00 UTC; error: attempt 1 was LOST: its owner stopped renewing the lease",
         "run condition: ALL (every dependency must be met)",
         "dependencies:",
         "  load (SUCCESS): upstream SUCCESS, met",
         "cross-pipeline decisions: none",
         "retries: 2 (delay 60 s, backoff 2); none scheduled",
-        "=> report runs again when an overseer takes over run 7 (etl-craft run --pipeline_code "
-        "sales --run-id 7): its attempt 1 was LOST, so whether it finished is unknown, and it is "
+        "=> report runs again when an overseer takes over run 7 (etl-craft run --pipeline-code "
+        "sales --run-id 7): its attempt 41 was LOST, so whether it finished is unknown, and it is "
         "queued again.",
     ]
 
@@ -358,8 +358,8 @@ def test_explain__retries_used_up__nothing_runs_it_by_itself() -> None:
         task_status="FAILED",
         retries=1,
         attempts=(
-            Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),
-            Attempt(2, "FAILED", at(4), at(5), at(5), at(6), "boom again", "Y", retry_number=1),
+            Attempt(41, 1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),
+            Attempt(42, 2, "FAILED", at(4), at(5), at(5), at(6), "boom again", "Y", retry_number=1),
         ),
         edges=(),
     )
@@ -368,26 +368,26 @@ def test_explain__retries_used_up__nothing_runs_it_by_itself() -> None:
         "run: IN-PROGRESS",
         "pause: none",
         "task: FAILED, 2 attempt(s)",
-        "  attempt 1: FAILED, queued 2026-03-14 06:02:00 UTC, started 2026-03-14 06:03:00 UTC, "
+        "  attempt 41 (try 1): FAILED, queued 2026-03-14 06:02:00 UTC, started 2026-03-14 06:03:00 UTC, "
         "ended 2026-03-14 06:04:00 UTC; error: boom",
-        "  attempt 2: FAILED, queued 2026-03-14 06:04:00 UTC, started 2026-03-14 06:05:00 UTC, "
+        "  attempt 42 (try 2): FAILED, queued 2026-03-14 06:04:00 UTC, started 2026-03-14 06:05:00 UTC, "
         "ended 2026-03-14 06:06:00 UTC, not before 2026-03-14 06:05:00 UTC; error: boom again",
         "run condition: ALL (every dependency must be met)",
         "dependencies: none",
         "cross-pipeline decisions: none",
         "retries: 1 (delay 60 s, backoff 2); none scheduled",
-        "=> Nothing will run report again by itself: attempt 2 FAILED and its 1 retry are used up; "
-        "etl-craft run --pipeline_code sales --run-id 7 --rerun report would run it again.",
+        "=> Nothing will run report again by itself: attempt 42 FAILED and its 1 retry are used up; "
+        "etl-craft run --pipeline-code sales --run-id 7 --rerun report would run it again.",
     ]
 
 
 
 def test_explain__a_failure_the_retry_rule_did_not_retry__says_why_and_how_to_run_it_again() -> None:
     snapshot = replace(BASE, task_status="FAILED", retries=2,
-                       attempts=(Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),), edges=())
+                       attempts=(Attempt(41, 1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),), edges=())
     assert text_of(snapshot)[-1] == (
-        "=> Nothing will run report again by itself: attempt 1 FAILED while run 7 was being cancelled or had ended, "
-        "so the Engine DB queued no retry; etl-craft run --pipeline_code sales --run-id 7 --rerun report would run it "
+        "=> Nothing will run report again by itself: attempt 41 FAILED while run 7 was being cancelled or had ended, "
+        "so the Engine DB queued no retry; etl-craft run --pipeline-code sales --run-id 7 --rerun report would run it "
         "again.")
 
 
@@ -410,7 +410,7 @@ def test_explain__ended_run__rerun_the_failed_upstream_with_downstream() -> None
         "cross-pipeline decisions: none",
         "retries: 2 (delay 60 s, backoff 2); none scheduled",
         "=> Nothing will run report: run 7 ended FAILED and load FAILED; etl-craft run "
-        "--pipeline_code sales --run-id 7 --rerun load --with-downstream would run load again and "
+        "--pipeline-code sales --run-id 7 --rerun load --with-downstream would run load again and "
         "then report once its dependencies are met.",
     ]
 
@@ -434,14 +434,15 @@ def test_to_json__retry_scheduled__schema_and_iso_times() -> None:
         BASE,
         task_status="IN-PROGRESS",
         pause=Pause(at(10), "ops@team", None),
-        attempts=(Attempt(1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),
-                  Attempt(2, "QUEUED", at(4), at(34), None, None, None, retry_number=1)),
+        attempts=(Attempt(41, 1, "FAILED", at(2), None, at(3), at(4), "boom", "Y"),
+                  Attempt(42, 2, "QUEUED", at(4), at(34), None, None, None, retry_number=1)),
     )
     doc = to_json(explain(snapshot))
     assert doc["schema"] == "etl-craft/explanation/1"
     assert (doc["run_id"], doc["run_date"], doc["task_status"]) == (7, "2026-03-14", "IN-PROGRESS")
     assert doc["pause"] == {"paused_at": "2026-03-14T06:10:00+00:00", "paused_by": "ops@team", "reason": None}
     assert doc["retry"] == {"retries": 2, "delay_seconds": 60.0, "backoff": 2.0, "attempts_used": 2,
-                            "scheduled_attempt": 2, "scheduled_at": "2026-03-14T06:34:00+00:00"}
+                            "scheduled_attempt": 2, "scheduled_at": "2026-03-14T06:34:00+00:00",
+                            "scheduled_attempt_id": 42}
     assert [d["met"] for d in doc["dependencies"]] == [False, True]
-    assert doc["verdict"].startswith("report runs again when attempt 2 (retry 1 of 2) falls due")
+    assert doc["verdict"].startswith("report runs again when attempt 42 (retry 1 of 2) falls due")

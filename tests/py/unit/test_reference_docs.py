@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import click
 import pytest
 
-from etlcraft.cli import cli
+from etlcraft.cli import COMMANDS, cli
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -29,5 +30,10 @@ def test_generated_reference_page_is_current(page: str) -> None:
 
 
 def test_every_command_has_help_text() -> None:
-    for name, command in cli.commands.items():
+    context = click.Context(cli)
+    names = cli.list_commands(context)
+    assert names == sorted(COMMANDS) and len(names) >= 20, names
+    for name in names:
+        command = cli.get_command(context, name)
+        assert command is not None, f"etl-craft {name} is listed but cannot be loaded"
         assert command.help and len(command.help) > 40, f"etl-craft {name} needs help text"

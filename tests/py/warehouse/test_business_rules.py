@@ -65,7 +65,7 @@ def _source(wh: Wh, *customers: tuple[int, str | None, str]) -> None:
 
 
 def _run(project: Path, key: str, code: int = 0) -> None:
-    done = etl_craft("run", "--pipeline_code", "quality", "--run-key", key, cwd=project)
+    done = etl_craft("run", "--pipeline-code", "quality", "--run-key", key, cwd=project)
     assert done.code == code, done.out + done.err
 
 
@@ -177,11 +177,11 @@ def test_validate_names_a_rules_task_without_rules__a_rule_that_is_not_one_condi
 
 def test_show_lists_a_rules_task_s_rules_in_text_and_json(wh: Wh) -> None:
     project = _project(wh)
-    text = etl_craft("show", "--pipeline_code", "quality", cwd=project)
+    text = etl_craft("show", "--pipeline-code", "quality", cwd=project)
     assert text.code == 0, text.err
     assert ("    rule email_has_at (REJECT, key customer_id): email LIKE '%@%'; -- an address has an @\n"
             "    rule name_given (WARN, key customer_id): customer_name <> ''\n") in text.out
-    doc = json.loads(etl_craft("show", "--pipeline_code", "quality", "--format", "json", cwd=project).out)
+    doc = json.loads(etl_craft("show", "--pipeline-code", "quality", "--format", "json", cwd=project).out)
     tasks = {t["code"]: t for t in doc["tasks"]}
     assert tasks["load"]["rules"] == []
     assert tasks["check"]["rules"] == [

@@ -42,7 +42,7 @@ SELECT lives_ok(
   'a new supervisor takes the released run at once, before the old lease would have expired');
 SELECT etl_test.refused(
   $$SELECT * FROM etl_craft.release_run(p_run_id => -1, p_owner_id => 'w1')$$,
-  'EC021', 'run -1 does not exist; list runs with etl-craft history --pipeline_code P', 'an unknown run is named');
+  'EC021', 'run -1 does not exist; list runs with etl-craft history --pipeline-code P', 'an unknown run is named');
 
 SELECT * FROM finish();
 ROLLBACK;
