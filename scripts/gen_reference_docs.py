@@ -96,7 +96,9 @@ def _command_section(name: str, command: click.Command, parent: click.Context) -
 
 
 def cli_page() -> str:
-    root = click.Context(cli, info_name="etl-craft", terminal_width=100, max_content_width=100)
+    # The root's own help option names (-h, --help); click caches a command's help option on first use.
+    root = click.Context(cli, info_name="etl-craft", terminal_width=100, max_content_width=100,
+                         help_option_names=cli.context_settings["help_option_names"])
     lines = [
         GENERATED.format(source="the click commands in etlcraft/cli"),
         "",

@@ -30,7 +30,7 @@ def test_generated_reference_page_is_current(page: str) -> None:
 
 
 def test_every_command_has_help_text() -> None:
-    context = click.Context(cli)
+    context = click.Context(cli, **cli.context_settings)
     names = cli.list_commands(context)
     assert names == sorted(COMMANDS) and len(names) >= 20, names
     for name in names:
