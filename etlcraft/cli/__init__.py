@@ -127,7 +127,7 @@ def main() -> None:
     except EtlCraftError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line for the user, the trace in a file
+    except Exception as exc:  # the last line of defence: one line for the user, the trace in a file
         where = write_crash_report(exc)
         click.echo(f"error: etl-craft failed unexpectedly ({type(exc).__name__}: {exc}); the full trace is in "
                    f"{where}; please attach it to a bug report", err=True)

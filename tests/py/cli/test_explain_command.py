@@ -53,7 +53,8 @@ def test_explain__failed_task__text_lists_its_attempt_and_error(failed_run: Path
     lines = [TIME.sub("<time>", line) for line in done.out.splitlines()]
     assert lines[3:5] == [
         "task: FAILED, 1 attempt(s): RuntimeError: load was told to fail",
-        "  attempt 1 (try 1): FAILED, queued <time>, started <time>, ended <time>; error: RuntimeError: load was told to fail",
+        "  attempt 1 (try 1): FAILED, queued <time>, started <time>, ended <time>; "
+        "error: RuntimeError: load was told to fail",
     ]
     assert lines[-1] == ("=> Nothing will run load: run 1 ended FAILED; etl-craft run --pipeline-code flow --run-id 1 "
                          "--rerun load would reopen the run and run load again.")

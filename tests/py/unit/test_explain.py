@@ -198,7 +198,8 @@ def test_explain__retry_scheduled__names_the_due_attempt() -> None:
         "task: IN-PROGRESS, 2 attempt(s)",
         "  attempt 41 (try 1): FAILED, queued 2026-03-14 06:02:00 UTC, started 2026-03-14 06:03:00 UTC, "
         "ended 2026-03-14 06:04:00 UTC; error: RuntimeError: warehouse unreachable",
-        "  attempt 42 (try 2): QUEUED, queued 2026-03-14 06:04:00 UTC, started -, ended -, not before 2026-03-14 06:34:00 UTC",
+        "  attempt 42 (try 2): QUEUED, queued 2026-03-14 06:04:00 UTC, started -, ended -, "
+        "not before 2026-03-14 06:34:00 UTC",
         "run condition: ALL (every dependency must be met)",
         "dependencies:",
         "  load (SUCCESS): upstream SUCCESS, met",
@@ -283,7 +284,8 @@ def test_explain__lost_attempt__queued_again_by_the_next_overseer() -> None:
         task_status="FAILED",
         task_message="attempt 1 was LOST: its owner stopped renewing the lease",
         attempts=(
-            Attempt(41, 1, "LOST", at(5), None, at(6), at(20), "attempt 1 was LOST: its owner stopped renewing the lease"),
+            Attempt(41, 1, "LOST", at(5), None, at(6), at(20),
+                    "attempt 1 was LOST: its owner stopped renewing the lease"),
         ),
         edges=(Edge("load", "SUCCESS", True, "SUCCESS", 3, state="MET"),),
     )
