@@ -1,51 +1,65 @@
 # etl-craft developer targets. `make help` lists them.
-PYTHON ?= python3
+#
+# Every target runs in the project's own virtual environment, .venv, made from the system's python3 on first use
+# (a system Python that refuses global installs, PEP 668, is fine): etl-craft is installed into it editable, with its
+# test tools, and .venv/bin comes first on PATH, so python3, etl-craft, ruff and mypy are the environment's.
+SYSTEM_PYTHON ?= python3
+VENV ?= .venv
+PYTHON := $(abspath $(VENV))/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 # Process tests mostly wait on child processes, so one worker more than this machine's 2 cores keeps both busy.
 PYTEST_WORKERS ?= 3
-STAMP := .make/install.stamp
+STAMP := .make/venv.stamp
 
-.PHONY: help install demo test test-sql test-py lint verify snapshot bench enums docs
+.PHONY: help install venv pgtap demo test test-sql test-py lint verify snapshot bench enums docs
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-install: $(STAMP) ## Install etl-craft (editable), its test tools, pgTAP and pg_prove
+install: venv pgtap ## Make .venv with etl-craft (editable) and its test tools, and install pgTAP and pg_prove
+
+venv: $(STAMP) ## Make .venv from the system python3 and install etl-craft (editable) with its test tools into it
 
 $(STAMP): pyproject.toml scripts/install-system-deps.sh
-	scripts/install-system-deps.sh
+	SYSTEM_PYTHON=$(SYSTEM_PYTHON) scripts/install-system-deps.sh venv
+	@[ -x $(PYTHON) ] || { echo "$(SYSTEM_PYTHON) -m venv $(VENV)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@mkdir -p .make && touch $@
 
-demo: install ## A throwaway project on the embedded default (SQLite Engine DB, DuckDB warehouse)
-	scripts/demo.sh
+pgtap: ## Install pgTAP for the running PostgreSQL server, and pg_prove, when they are missing
+	scripts/install-system-deps.sh pgtap
 
-test: install test-sql test-py ## Everything CI runs: the pgTAP suites, then pytest
+demo: venv ## A throwaway project on the embedded default (SQLite Engine DB, DuckDB warehouse)
+	PYTHON=$(PYTHON) scripts/demo.sh
 
-test-sql: install ## pgTAP suites (tests/sql) with pg_prove against a fresh PostgreSQL database
+test: test-sql test-py ## Everything CI runs: the pgTAP suites, then pytest
+
+test-sql: venv pgtap ## pgTAP suites (tests/sql) with pg_prove against a fresh PostgreSQL database
 	$(PYTHON) tests/sql/run_pgtap.py
 
-test-py: install ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker processes (PYTEST_WORKERS)
+test-py: venv ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker processes (PYTEST_WORKERS)
 	@# Byte-compile first: the tests start etl-craft processes by the thousand, and where PYTHONDONTWRITEBYTECODE
 	@# is set each of them would otherwise compile every module it imports from source.
 	$(PYTHON) -m compileall -q etlcraft tests > /dev/null
 	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
-lint: install ## ruff and mypy
-	ruff check etlcraft tests scripts bench
-	mypy
+lint: venv ## ruff and mypy
+	$(PYTHON) -m ruff check etlcraft tests scripts bench
+	$(PYTHON) -m mypy
 
-verify: install ## Fail when the rendered SQL differs from the checked-in snapshot (sql/rendered/)
+verify: venv ## Fail when the rendered SQL differs from the checked-in snapshot (sql/rendered/)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
 
-snapshot: install ## Re-render sql/rendered/ after a deliberate change to the SQL templates
+snapshot: venv ## Re-render sql/rendered/ after a deliberate change to the SQL templates
 	ETL_CRAFT_UPDATE_SNAPSHOT=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
 
-bench: install ## Run every benchmark in bench/ and print its figures
+bench: venv ## Run every benchmark in bench/ and print its figures
 	@set -e; found=0; for script in bench/*.py; do [ -e "$$script" ] || continue; found=1; \
 	  echo "== $$script"; $(PYTHON) "$$script"; done; \
 	  [ $$found = 1 ] || echo "bench/ has no benchmarks yet"
 
-enums: install ## Regenerate etlcraft/core/enums.py from sql/state_machine.yaml
+enums: venv ## Regenerate etlcraft/core/enums.py from sql/state_machine.yaml
 	$(PYTHON) scripts/gen_enums.py
 
 docs: enums ## Regenerate the enums module and the reference pages that come from the code (docs/reference)

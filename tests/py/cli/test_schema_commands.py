@@ -51,6 +51,36 @@ def test_init_then_migrate_creates_the_example_metadata(project: Path) -> None:
                                           ("tester@cli", "0002_customer_orders.sql")]
 
 
+def test_a_blank_project_is_accepted_by_init_db_migrate_validate_and_list(tmp_path: Path) -> None:
+    done = etl_craft("init", "empty", "--blank", cwd=tmp_path)
+    assert (done.code, done.err) == (0, ""), done.out
+    assert done.out.splitlines()[-1] == ("next: write migrations/0001_<name>.sql (the CFG_PROJECTS row of empty, "
+                                         "then your pipelines), then cd empty && etl-craft migrate")
+    project = tmp_path / "empty"
+    assert not list((project / "migrations").glob("*.sql"))
+    for args, shown in ((("init-db",), f"schema version {LATEST}"),
+                        (("migrate",), "nothing to apply"),
+                        (("validate",), "valid: 0 pipelines, 0 tasks, 0 files read"),
+                        (("list",), "no active pipelines")):
+        done = etl_craft(*args, cwd=project)
+        assert (done.code, done.err) == (0, ""), (args, done.out)
+        assert shown in done.out, (args, done.out)
+
+
+@pytest.mark.parametrize("blank", [(), ("--blank",)], ids=["example", "blank"])
+def test_init_in_an_existing_project_is_refused_and_writes_nothing(project: Path, blank: tuple[str, ...]) -> None:
+    assert etl_craft("migrate", cwd=project).code == 0
+    (project / "sql_files" / "load_orders.sql").unlink()  # a file init would write, missing: still refused
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    done = etl_craft("init", ".", *blank, cwd=project)
+    assert done.code == 24  # REFUSED_BY_POLICY
+    assert (done.out, done.err) == ("", (
+        f"error: {project} is already an etl-craft project: it has craft-connector.yml; etl-craft init creates new "
+        "projects and overwrites nothing: change this project with a new numbered file in migrations/ and "
+        "etl-craft migrate, or give init a new or empty directory (nothing was written)\n"))
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
+
+
 def test_init_db_twice_is_a_no_op_the_second_time(project: Path) -> None:
     first = etl_craft("init-db", "--format", "json", cwd=project)
     second = etl_craft("init-db", "--format", "json", cwd=project)

@@ -1,9 +1,8 @@
-"""etl-craft init: the project layout, idempotence, refusing to overwrite, and project codes."""
+"""etl-craft init: the example and blank project layouts, refusing to overwrite, and project codes."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from etlcraft.config.loader import load_config
-from etlcraft.core.errors import UsageError
+from etlcraft.core.errors import RefusedByPolicyError, UsageError
 from etlcraft.services import scaffold as scaffold_module
 from etlcraft.services.scaffold import project_code_for, scaffold
 
@@ -29,6 +28,14 @@ FILES = {
     "sql_files/customer_totals.sql",
 }
 FOLDERS = {"migrations", "sql_files", "ingestion_scripts", "tests"}
+BLANK_FILES = {
+    "craft-connector.yml",
+    ".env.example",
+    ".gitignore",
+    "migrations/.gitkeep",
+    "sql_files/README.md",
+    "ingestion_scripts/README.md",
+}
 
 
 def tree(directory: Path) -> set[str]:
@@ -42,13 +49,6 @@ def snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
         for p in directory.rglob("*")
         if p.is_file()
     }
-
-
-def conflict_message(target: Path) -> str:
-    return (
-        f"{target} already exists and differs from what etl-craft init writes; move it away or "
-        "choose another directory (nothing was written)"
-    )
 
 
 # ------------------------------------------------------------------------------------------ fresh project
@@ -75,13 +75,39 @@ def test_byte_compiled_scaffold_scripts_are_not_copied(tmp_path: Path, monkeypat
     """pip byte-compiles every .py of the wheel it installs, the scaffold's scripts too: init skips __pycache__."""
     source = tmp_path / "scaffold"
     shutil.copytree(scaffold_module._SOURCE, source, ignore=shutil.ignore_patterns("__pycache__"))
-    (source / "ingestion_scripts" / "__pycache__").mkdir()
-    (source / "ingestion_scripts" / "__pycache__" / "ingest_orders.cpython-311.pyc").write_bytes(b"\xa7\r\r\n\0")
+    (source / "example" / "ingestion_scripts" / "__pycache__").mkdir()
+    (source / "example" / "ingestion_scripts" / "__pycache__" / "ingest_orders.cpython-311.pyc").write_bytes(
+        b"\xa7\r\r\n\0")
     monkeypatch.setattr(scaffold_module, "_SOURCE", source)
     project = tmp_path / "shop"
     report = scaffold(project)
     assert set(report.created) == FILES
     assert tree(project) == FILES | FOLDERS
+
+
+def test_a_blank_project_has_the_configuration_and_folders_that_say_what_goes_in_them(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    report = scaffold(project, blank=True)
+    assert (report.project_code, report.blank, report.unchanged) == ("shop", True, [])
+    assert report.created == ["craft-connector.yml", ".env.example", ".gitignore", "ingestion_scripts/README.md",
+                              "migrations/.gitkeep", "sql_files/README.md"]
+    assert tree(project) == BLANK_FILES | FOLDERS
+    assert (project / "migrations" / ".gitkeep").read_bytes() == b""
+    assert "HANDLER = 'PYTHON'" in (project / "ingestion_scripts" / "README.md").read_text(encoding="utf-8")
+    assert "HANDLER = 'SQL'" in (project / "sql_files" / "README.md").read_text(encoding="utf-8")
+    for shared in ("craft-connector.yml", ".env.example", ".gitignore"):
+        scaffold(tmp_path / "example")
+        assert (project / shared).read_bytes() == (tmp_path / "example" / shared).read_bytes(), shared
+        shutil.rmtree(tmp_path / "example")
+
+
+def test_a_blank_project_has_no_migration_file_and_no_template_syntax(tmp_path: Path) -> None:
+    scaffold(tmp_path, "shop", blank=True)
+    assert [p.name for p in (tmp_path / "migrations").iterdir()] == [".gitkeep"]
+    for relative in BLANK_FILES - {"migrations/.gitkeep"}:
+        text = (tmp_path / relative).read_text(encoding="utf-8")
+        assert "{{" not in text and "{%" not in text, relative
+        assert text.endswith("\n"), relative
 
 
 @pytest.mark.parametrize("migration", ["0001_shop_ingest.sql", "0002_customer_orders.sql"])
@@ -194,97 +220,126 @@ def test_two_scaffolded_projects_have_the_same_config_fingerprint(tmp_path: Path
     assert load_config(tmp_path / "a").sha256 == load_config(tmp_path / "b").sha256
 
 
-# -------------------------------------------------------------------------------------------- idempotence
+# ------------------------------------------------------------------------------ refusing to overwrite
 
 
-def test_a_second_scaffold_changes_nothing(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
+def project_message(directory: Path) -> str:
+    return (
+        f"{directory} is already an etl-craft project: it has craft-connector.yml; etl-craft init creates new "
+        "projects and overwrites nothing: change this project with a new numbered file in migrations/ and "
+        "etl-craft migrate, or give init a new or empty directory (nothing was written)"
+    )
+
+
+def conflict_message(directory: Path, found: str, many: bool = False) -> str:
+    return (
+        f"{directory} already has {found}, which etl-craft init would write; init overwrites nothing: move "
+        f"{'them' if many else 'it'} away, or give init a new or empty directory (nothing was written)"
+    )
+
+
+@pytest.mark.parametrize("blank", [False, True], ids=["example", "blank"])
+@pytest.mark.parametrize("again_blank", [False, True], ids=["then-example", "then-blank"])
+def test_a_second_init_is_refused_and_changes_nothing(tmp_path: Path, blank: bool, again_blank: bool) -> None:
+    scaffold(tmp_path, "shop", blank=blank)
     before = snapshot(tmp_path)
-    report = scaffold(tmp_path, "shop")
-    assert report.created == []
-    assert set(report.unchanged) == FILES
-    assert len(report.unchanged) == len(FILES)
+    with pytest.raises(RefusedByPolicyError) as info:
+        scaffold(tmp_path, "shop", blank=again_blank)
+    assert str(info.value) == project_message(tmp_path)
+    assert info.value.exit_code == 24
     assert snapshot(tmp_path) == before
-    assert tree(tmp_path) == FILES | FOLDERS
 
 
-def test_missing_files_are_recreated_and_present_ones_reported_unchanged(tmp_path: Path) -> None:
+def test_a_project_with_files_missing_is_still_refused(tmp_path: Path) -> None:
     scaffold(tmp_path, "shop")
     (tmp_path / "sql_files" / "load_orders.sql").unlink()
-    (tmp_path / ".gitignore").unlink()
     shutil.rmtree(tmp_path / "ingestion_scripts")
-    (tmp_path / "tests").rmdir()
-    missing = {".gitignore", "sql_files/load_orders.sql", *(f for f in FILES if f.startswith("ingestion_scripts/"))}
-    report = scaffold(tmp_path, "shop")
-    assert sorted(report.created) == sorted(missing)
-    assert set(report.unchanged) == FILES - missing
-    assert tree(tmp_path) == FILES | FOLDERS
+    before = tree(tmp_path)
+    with pytest.raises(RefusedByPolicyError):
+        scaffold(tmp_path, "shop")
+    assert tree(tmp_path) == before
 
 
-# ------------------------------------------------------------------------------ refusing to overwrite
+@pytest.mark.parametrize("kind", ["file", "folder", "identical"])
+def test_a_craft_connector_yml_of_any_kind_is_refused(tmp_path: Path, kind: str) -> None:
+    config = tmp_path / "craft-connector.yml"
+    if kind == "folder":
+        config.mkdir()
+    else:
+        config.write_text("Engine: {dialect: sqlite, path: mine.db}\n" if kind == "file" else
+                          (scaffold_module._SOURCE / "common" / "craft-connector.yml").read_text(encoding="utf-8"),
+                          encoding="utf-8")
+    before = snapshot(tmp_path)
+    with pytest.raises(RefusedByPolicyError) as info:
+        scaffold(tmp_path)
+    assert str(info.value) == project_message(tmp_path)
+    assert tree(tmp_path) == {"craft-connector.yml"}
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(
     "relative",
     [
         ".gitignore",
-        "craft-connector.yml",
         ".env.example",
         "migrations/0001_shop_ingest.sql",
         "sql_files/load_orders.sql",
         "ingestion_scripts/ingest_orders.py",
     ],
 )
-def test_an_existing_different_file_is_refused_before_anything_is_written(
-    tmp_path: Path, relative: str
+@pytest.mark.parametrize("content", ["my own content\n", "same"], ids=["different", "identical"])
+def test_an_existing_file_init_would_write_is_refused_before_anything_is_written(
+    tmp_path: Path, relative: str, content: str
 ) -> None:
     target = tmp_path / relative
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("my own content\n", encoding="utf-8")
+    if content == "same":
+        scaffold(tmp_path / "other", "shop")
+        content = (tmp_path / "other" / relative).read_text(encoding="utf-8")
+        shutil.rmtree(tmp_path / "other")
+    target.write_text(content, encoding="utf-8")
     before = tree(tmp_path)
-    with pytest.raises(UsageError) as info:
-        scaffold(tmp_path)
-    assert str(info.value) == conflict_message(target)
-    assert info.value.exit_code == 2
-    assert tree(tmp_path) == before
-    assert target.read_text(encoding="utf-8") == "my own content\n"
-
-
-def test_a_file_edited_after_scaffolding_is_refused_and_kept(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
-    config = tmp_path / "craft-connector.yml"
-    edited = config.read_text(encoding="utf-8") + "# my change\n"
-    config.write_text(edited, encoding="utf-8")
-    (tmp_path / "sql_files" / "load_orders.sql").unlink()
-    with pytest.raises(UsageError, match="^" + re.escape(conflict_message(config)) + "$"):
+    with pytest.raises(RefusedByPolicyError) as info:
         scaffold(tmp_path, "shop")
-    assert config.read_text(encoding="utf-8") == edited
-    assert not (tmp_path / "sql_files" / "load_orders.sql").exists()
+    assert str(info.value) == conflict_message(tmp_path, relative)
+    assert info.value.exit_code == 24
+    assert tree(tmp_path) == before
+    assert target.read_text(encoding="utf-8") == content
 
 
-def test_another_project_code_conflicts_with_the_rendered_migration(tmp_path: Path) -> None:
-    scaffold(tmp_path, "shop")
-    before = snapshot(tmp_path)
-    with pytest.raises(UsageError) as info:
-        scaffold(tmp_path, "other")
-    assert str(info.value) == conflict_message(tmp_path / "migrations" / "0001_shop_ingest.sql")
-    assert snapshot(tmp_path) == before
+@pytest.mark.parametrize("relative", sorted(BLANK_FILES - {"craft-connector.yml"}))
+def test_an_existing_file_a_blank_init_would_write_is_refused(tmp_path: Path, relative: str) -> None:
+    target = tmp_path / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("mine\n", encoding="utf-8")
+    before = tree(tmp_path)
+    with pytest.raises(RefusedByPolicyError) as info:
+        scaffold(tmp_path, blank=True)
+    assert str(info.value) == conflict_message(tmp_path, relative)
+    assert tree(tmp_path) == before
 
 
-def test_a_folder_where_a_file_belongs_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "craft-connector.yml").mkdir()
-    with pytest.raises(UsageError) as info:
+def test_every_conflict_is_named_up_to_five(tmp_path: Path) -> None:
+    for relative in (".gitignore", ".env.example"):
+        (tmp_path / relative).write_text("mine\n", encoding="utf-8")
+    with pytest.raises(RefusedByPolicyError) as info:
         scaffold(tmp_path)
-    assert str(info.value) == conflict_message(tmp_path / "craft-connector.yml")
-    assert tree(tmp_path) == {"craft-connector.yml"}
+    assert str(info.value) == conflict_message(tmp_path, ".env.example, .gitignore", many=True)
+    scaffold(tmp_path / "src", "shop")
+    (tmp_path / "src" / "craft-connector.yml").unlink()
+    with pytest.raises(RefusedByPolicyError) as info:
+        scaffold(tmp_path / "src", "shop")
+    assert str(info.value) == conflict_message(
+        tmp_path / "src", ".env.example, .gitignore, ingestion_scripts/ingest_customers.py, "
+        "ingestion_scripts/ingest_orders.py, migrations/0001_shop_ingest.sql and 4 more", many=True)
 
 
-def test_an_existing_file_that_is_not_utf8_is_refused_as_different(tmp_path: Path) -> None:
+def test_an_existing_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     target = tmp_path / ".gitignore"
     target.write_bytes(b"\xff\xfe.env\n")
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(RefusedByPolicyError) as info:
         scaffold(tmp_path)
-    assert str(info.value) == conflict_message(target)
+    assert str(info.value) == conflict_message(tmp_path, ".gitignore")
     assert tree(tmp_path) == {".gitignore"}
 
 
@@ -293,9 +348,9 @@ def test_a_file_where_a_folder_belongs_is_refused_before_anything_is_written(
     tmp_path: Path, folder: str
 ) -> None:
     (tmp_path / folder).write_text("not a folder\n", encoding="utf-8")
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(RefusedByPolicyError) as info:
         scaffold(tmp_path)
-    assert str(tmp_path / folder) in str(info.value)
+    assert str(info.value) == conflict_message(tmp_path, f"{folder} (not a folder)")
     assert tree(tmp_path) == {folder}
 
 
