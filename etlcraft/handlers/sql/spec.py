@@ -107,6 +107,9 @@ def _select(ctx: TaskContext, dialect: str, task: str) -> str:
     except OSError as exc:
         raise SqlGuardError(f"task {task}: cannot read {path} ({exc.strerror}); create the file or correct "
                             "SQL_FILE with a project migration") from None
+    except UnicodeDecodeError as exc:
+        raise SqlGuardError(f"task {task}: {source} is not UTF-8 text ({exc.reason} at byte {exc.start}); save the "
+                            "file as UTF-8") from None
     run_values: dict[str, object] = dict(zip(RUN_VALUES, (ctx.pipeline_id, ctx.pipeline_run_id, ctx.task_run_id,
                                                           ctx.run_date), strict=True))
     try:
