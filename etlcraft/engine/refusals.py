@@ -33,6 +33,7 @@ _PG_KEY = re.compile(r"Key \((.*?)\)=\((.*)\)")
 _SHOWN = 5  # values named in a message at most
 _NOTHING_KEPT = "nothing of this migration was applied (a migration is one transaction)"
 _AGAIN = "correct the file (it was not applied, so it may still change) and run etl-craft migrate again"
+_FIX_SQL = "in the file (it was not applied, so it may still change) and run etl-craft migrate again"
 
 
 @dataclass(frozen=True)
@@ -143,11 +144,12 @@ def _check(db: EngineDB, conn: sa.Connection, v: _Violation, tree: exp.Expressio
     if values is not None:
         bad = [x for x in found if x not in values] or found
         return (f"{v.table}.{column} {_is(bad)}, which {rule} refuses; {column} takes one of "
-                f"{', '.join(values)} (upper case, as written here); write one of them")
+                f"{', '.join(values)} (spelled exactly so: case counts); write one of them and run etl-craft migrate "
+                "again")
     if name.endswith("_is_identifier"):
         bad = [x for x in found if not (isinstance(x, str) and parameters.CODE.match(x))] or found
         return (f"{v.table}.{column} {_is(bad)}, which {rule} refuses: a code is "
-                f"{parameters.IDENTIFIER_EXPECTED}; rename it, e.g. {_suggest(bad)}")
+                f"{parameters.IDENTIFIER_EXPECTED}; rename it, e.g. {_suggest(bad)}, and run etl-craft migrate again")
     if name == "not_self_dependent":
         other = "DEPENDS_ON_PIPELINE_ID" if v.table == "CFG_PIPELINE_DEPENDENCY" else "DEPENDS_ON_TASK_ID"
         rows = _rows(db, conn, tree)
@@ -278,11 +280,11 @@ def _sql_error(db: EngineDB, conn: sa.Connection, v: _Violation) -> str:
     tables = [t for t in owned_tables(db, conn) if t.name.startswith("CFG_")]
     if "no such table" in lower or ("relation" in lower and "does not exist" in lower and "column" not in lower):
         return (f"the Engine DB refused it: {said}; the metadata tables are {', '.join(t.name for t in tables)}; "
-                f"correct the table name; {_AGAIN}")
+                f"correct the table name {_FIX_SQL}")
     if "column" in lower:
         own = next((t for t in tables if t.name == v.table), None)
         known = f"; {own.name} has the columns {', '.join(own.columns)}" if own else ""
-        return f"the Engine DB refused it: {said}{known}; correct the column name; {_AGAIN}"
+        return f"the Engine DB refused it: {said}{known}; correct the column name {_FIX_SQL}"
     return f"the Engine DB refused it: {said}; {_AGAIN}"
 
 
