@@ -19,6 +19,8 @@ from typing import Any
 PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Codes (pipelines, tasks, pools, parameters): a letter, then letters, digits or _, at most 128 (B47, B64).
 CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+#: What CODE accepts, in words.
+IDENTIFIER_EXPECTED = "a name made of letters, digits and _, starting with a letter, at most 128 characters"
 _ORDER_ITEM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\s+(ASC|DESC))?(\s+NULLS\s+(FIRST|LAST))?$", re.IGNORECASE)
 _EMAIL = re.compile(r"^[^@\s,;<>\"']+@[^@\s,;<>\"']+\.[^@\s,;<>\"']+$")
 _WHOLE = re.compile(r"^[+-]?\d+$")
@@ -44,7 +46,7 @@ _EXPECTED = {
     Kind.ORDER_BY: "a comma-separated list of column names, each optionally followed by ASC or DESC and by "
                    "NULLS FIRST or NULLS LAST",
     Kind.FLAG: "Y or N",
-    Kind.IDENTIFIER: "a name made of letters, digits and _, starting with a letter, at most 128 characters",
+    Kind.IDENTIFIER: IDENTIFIER_EXPECTED,
     Kind.EMAILS: "a comma-separated list of e-mail addresses (name@example.com)",
     Kind.TEXT: "a non-empty text",
     Kind.JSON_OBJECT: 'a JSON object, for example {"since": "2026-01-01"}',

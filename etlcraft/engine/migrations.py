@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sqlite3
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +27,14 @@ from sqlglot.errors import ParseError
 from etlcraft.core import parameters
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import MigrationError
-from etlcraft.core.sqltext import SQLGLOT_DIALECTS, split_statements
+from etlcraft.core.graph import Cycle, TaskDependency, dependency_cycles
+from etlcraft.core.sqltext import SQLGLOT_DIALECTS, Statement, split_statements
 from etlcraft.engine import grants
 from etlcraft.engine.actions import record_action
 from etlcraft.engine.catalog import owned_tables, table_exists, view_names
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.queries import fetch_all
+from etlcraft.engine.refusals import refusal
 from etlcraft.engine.render import MIGRATE_LOCK_KEY, render
 from etlcraft.paths import sql_dir
 
@@ -105,7 +110,7 @@ def project_migrations(folder: Path) -> list[Migration]:
         return []
     found: dict[str, Migration] = {}
     for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or path.is_dir():
+        if path.name.startswith(".") or (path.is_dir() and not path.name.endswith(".sql")):
             continue
         match = _PROJECT_FILE.match(path.name)
         if not match:
@@ -113,13 +118,31 @@ def project_migrations(folder: Path) -> list[Migration]:
                 f"{path} is not a migration file name; expected NNNN_name.sql (four digits, letters, digits "
                 "and _), e.g. 0002_add_orders.sql"
             )
+        if not path.is_file():
+            raise MigrationError(
+                f"{path} is a folder, not a migration file; a migration is one file of SQL statements: move what "
+                "the folder holds out of migrations/ (or into one file NNNN_name.sql) and remove the folder"
+            )
         version = match.group(1)
         if version in found:
             raise MigrationError(
                 f"{path.name} and {found[version].name} share the number {version}; give each migration its own"
             )
-        found[version] = Migration(PROJECT, version, path.name, "VERSIONED", path.read_text("utf-8"), str(path))
+        found[version] = Migration(PROJECT, version, path.name, "VERSIONED", _read_migration(path), str(path))
     return list(found.values())
+
+
+def _read_migration(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise MigrationError(
+            f"{path} is not UTF-8 text: byte {exc.start} (line {line}) is 0x{data[exc.start]:02x}, which UTF-8 does "
+            "not allow there; save the file as UTF-8 (for example iconv -f latin1 -t utf-8) and run etl-craft "
+            "migrate again; nothing was applied"
+        ) from exc
 
 
 def migrate(
@@ -204,11 +227,19 @@ def _check_applied(
 
 def _apply_project_migration(db: EngineDB, conn: sa.Connection, migration: Migration) -> dict[tuple[str, str], int]:
     statements = _metadata_statements(db, migration)
+    cycles_before = {c.members for c in _cycles(db, conn)}
     db.set_migration(conn, migration.name)
     for statement in statements:
-        db.execute_script(conn, statement)
+        savepoint = conn.begin_nested()
+        try:
+            db.execute_script(conn, statement.text)
+        except (sa.exc.DBAPIError, sqlite3.Error, *_driver_errors()) as exc:  # type: ignore[misc]
+            savepoint.rollback()
+            raise refusal(db, conn, migration.source, statement, exc, db._sqlite_state(conn)) from exc
+        savepoint.commit()
     db.set_migration(conn, None)
     _check_parameter_values(db, conn, migration)
+    _check_cycles(db, conn, migration, cycles_before)
     rows = conn.execute(
         sa.text(
             f"SELECT TABLE_NAME, OPERATION, COUNT(*) FROM {db.qualify('AUD_METADATA_CHANGES')}"
@@ -217,6 +248,51 @@ def _apply_project_migration(db: EngineDB, conn: sa.Connection, migration: Migra
         {"name": migration.name},
     )
     return {(table, operation): count for table, operation, count in rows}
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    """psycopg's base error, when a PostgreSQL Engine DB imported it (a SQLite one need not pay for the import)."""
+    module = sys.modules.get("psycopg")
+    error: type[BaseException] | None = getattr(module, "Error", None)
+    return (error,) if error is not None else ()
+
+
+def _cycles(db: EngineDB, conn: sa.Connection) -> list[Cycle]:
+    """The dependency cycles of the active metadata as this transaction sees it (validate finds the same ones)."""
+    pipelines = fetch_all(db, conn, "pipelines")
+    codes = {p["pipeline_id"]: p["pipeline_code"] for p in pipelines}
+    tasks = [t for t in fetch_all(db, conn, "tasks") if t["pipeline_id"] in codes]
+    by_id = {t["task_id"]: t for t in tasks}
+    task_edges = [TaskDependency(codes[by_id[e["task_id"]]["pipeline_id"]], by_id[e["task_id"]]["task_code"],
+                                 e["upstream_pipeline_code"], e["upstream_task_code"])
+                  for e in fetch_all(db, conn, "task_dependencies")
+                  if e["task_id"] in by_id and str(e["upstream_active"]) == "Y"]
+    pipeline_edges = [(codes[e["pipeline_id"]], e["upstream_pipeline_code"])
+                      for e in fetch_all(db, conn, "pipeline_dependencies")
+                      if e["pipeline_id"] in codes and str(e["upstream_active"]) == "Y"]
+    return dependency_cycles(list(codes.values()), [(codes[t["pipeline_id"]], t["task_code"]) for t in tasks],
+                             task_edges, pipeline_edges)
+
+
+def _check_cycles(db: EngineDB, conn: sa.Connection, migration: Migration, before: set[frozenset[str]]) -> None:
+    """Refuse the migration when its statements close a dependency cycle: the tasks (or pipelines) of a cycle wait
+    for each other, so none of them would ever run. A cycle the Engine DB already had is validate's finding."""
+    new = [c for c in _cycles(db, conn) if c.members not in before]
+    if not new:
+        return
+    cycle = new[0]
+    if cycle.pipeline is not None:
+        what = f"the tasks of pipeline {cycle.pipeline} would wait for each other in a cycle: {cycle.text}"
+        fix = "leave out (or switch off with ACTIVE_FLAG = 'N') one CFG_TASK_DEPENDENCY row of the cycle"
+    else:
+        what = f"pipelines would wait for each other in a cycle: {cycle.text}"
+        fix = ("leave out (or switch off with ACTIVE_FLAG = 'N') one CFG_PIPELINE_DEPENDENCY or cross-pipeline "
+               "CFG_TASK_DEPENDENCY row of the cycle")
+    more = f" ({len(new) - 1} more cycle{'s' if len(new) > 2 else ''} too)" if len(new) > 1 else ""
+    raise MigrationError(
+        f"{migration.source}: after its statements, {what}{more}; none of them could ever run (an arrow reads "
+        f"'waits for'); {fix}, then run etl-craft migrate again; nothing of this migration was applied (a "
+        "migration is one transaction)")
 
 
 def _check_parameter_values(db: EngineDB, conn: sa.Connection, migration: Migration) -> None:
@@ -243,7 +319,7 @@ def _check_parameter_values(db: EngineDB, conn: sa.Connection, migration: Migrat
                 "and run etl-craft migrate again")
 
 
-def _metadata_statements(db: EngineDB, migration: Migration) -> list[str]:
+def _metadata_statements(db: EngineDB, migration: Migration) -> list[Statement]:
     """The file's statements, each checked to be an INSERT, UPDATE or DELETE of a CFG_ table."""
     try:
         statements = split_statements(migration.sql, db.dialect, source=migration.source)
@@ -267,7 +343,7 @@ def _metadata_statements(db: EngineDB, migration: Migration) -> list[str]:
                 f"{where} is {found}; project migrations change metadata only: INSERT, UPDATE or DELETE on "
                 "CFG_ tables (etl-craft creates and changes the Engine DB's tables itself)"
             )
-    return [s.text for s in statements]
+    return statements
 
 
 def _record(db: EngineDB, conn: sa.Connection, ledger: dict[tuple[str, str], str], done: list[Migration]) -> None:

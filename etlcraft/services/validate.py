@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date
-from itertools import pairwise
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters as params
 from etlcraft.core.cron import CronError, parse
+from etlcraft.core.graph import TaskDependency, dependency_cycles
 from etlcraft.core.selects import (
     ENGINE_MANAGED_COLUMNS,
     SelectError,
@@ -36,7 +36,7 @@ from etlcraft.core.sqltext import describe_tokens, find_tokens, known_text, subs
 from etlcraft.core.states import state_machine
 from etlcraft.engine.db import EngineDB
 from etlcraft.services import validate_warehouse
-from etlcraft.services.metadata import Metadata, TaskView, find_cycles, load_metadata
+from etlcraft.services.metadata import Metadata, TaskView, load_metadata
 
 SQL_DIR, SCRIPT_DIR = "sql_files", "ingestion_scripts"
 _ENUMS = state_machine().enums
@@ -307,32 +307,24 @@ def _edge_problems(metadata: Metadata) -> Iterator[Problem]:
 
 
 def _cycle_problems(metadata: Metadata) -> Iterator[Problem]:
-    remedy = f"switch off (ACTIVE_FLAG = 'N') one CFG_TASK_DEPENDENCY row of the cycle {_NEW_MIGRATION}"
-    for pipeline in metadata.pipelines:
-        codes = [t.code for t in metadata.tasks_of(pipeline.pipeline_id)]
-        edges = [(e.task_code, e.upstream_task_code) for e in metadata.task_edges
-                 if e.pipeline_id == pipeline.pipeline_id and not e.cross_pipeline and e.upstream_active]
-        for cycle in find_cycles(codes, edges):
-            path = " -> ".join(cycle)
-            yield Problem("cycle-tasks", f"pipeline {pipeline.code}", f"its tasks wait for each other in a cycle: "
-                          f"{path}", path, "task dependencies without a cycle (an arrow reads 'waits for')", remedy,
-                          (pipeline.code,))
-    reasons: dict[tuple[str, str], str] = {}
-    for pedge in metadata.pipeline_edges:
-        if pedge.upstream_active:
-            reasons.setdefault((pedge.pipeline_code, pedge.upstream_pipeline_code), "pipeline dependency")
-    for edge in metadata.task_edges:
-        if edge.cross_pipeline and edge.upstream_active:
-            reasons.setdefault((edge.pipeline_code, edge.upstream_pipeline_code),
-                               f"task {edge.pipeline_code}.{edge.task_code} waits for "
-                               f"{edge.upstream_pipeline_code}.{edge.upstream_task_code}")
-    for cycle in find_cycles([p.code for p in metadata.pipelines], reasons):
-        path = cycle[0] + "".join(f" -> {b} ({reasons[(a, b)]})" for a, b in pairwise(cycle))
-        yield Problem("cycle-pipelines", f"pipelines {', '.join(sorted(set(cycle)))}",
-                      f"they wait for each other in a cycle: {path}",
-                      " -> ".join(cycle), "dependencies between pipelines without a cycle (an arrow reads "
-                      "'waits for')", "switch off one CFG_PIPELINE_DEPENDENCY or cross-pipeline CFG_TASK_DEPENDENCY "
-                      f"row of the cycle {_NEW_MIGRATION}", tuple(dict.fromkeys(cycle)))
+    pipelines = [p.code for p in metadata.pipelines]
+    tasks = [(t.pipeline_code, t.code) for t in metadata.tasks]
+    task_edges = [TaskDependency(e.pipeline_code, e.task_code, e.upstream_pipeline_code, e.upstream_task_code)
+                  for e in metadata.task_edges if e.upstream_active]
+    pipeline_edges = [(e.pipeline_code, e.upstream_pipeline_code) for e in metadata.pipeline_edges
+                      if e.upstream_active]
+    for cycle in dependency_cycles(pipelines, tasks, task_edges, pipeline_edges):
+        if cycle.pipeline is not None:
+            yield Problem("cycle-tasks", f"pipeline {cycle.pipeline}", f"its tasks wait for each other in a cycle: "
+                          f"{cycle.text}", cycle.arrows, "task dependencies without a cycle (an arrow reads 'waits "
+                          "for')", f"switch off (ACTIVE_FLAG = 'N') one CFG_TASK_DEPENDENCY row of the cycle "
+                          f"{_NEW_MIGRATION}", (cycle.pipeline,))
+        else:
+            yield Problem("cycle-pipelines", f"pipelines {', '.join(sorted(cycle.members))}",
+                          f"they wait for each other in a cycle: {cycle.text}", cycle.arrows,
+                          "dependencies between pipelines without a cycle (an arrow reads 'waits for')",
+                          "switch off one CFG_PIPELINE_DEPENDENCY or cross-pipeline CFG_TASK_DEPENDENCY "
+                          f"row of the cycle {_NEW_MIGRATION}", tuple(dict.fromkeys(cycle.path)))
 
 
 def _format_problems(metadata: Metadata) -> Iterator[Problem]:

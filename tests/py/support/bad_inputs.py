@@ -243,7 +243,9 @@ MIGRATION_EDITS: dict[str, Edit] = {
     "parameter-retries-negative": _migration(_parameter("customer_totals", "RETRIES", "-1")),
     "parameter-timeout-text": _migration(_parameter("customer_totals", "TASK_TIMEOUT_SECONDS", "soon")),
     "parameter-delay-fraction": _migration(_parameter("customer_totals", "RETRY_DELAY_SECONDS", "1.5x")),
-    "parameter-retryable-bad": _migration(_parameter("customer_totals", "RETRYABLE", "perhaps")),
+    # A Y/N parameter with another value (RETRYABLE is no task parameter but a column of AUD_TASK_ATTEMPTS: a
+    # CFG_TASK_PARAMETERS row named so is validate's parameter-unknown finding, not a refusal).
+    "parameter-flag-bad": _migration(_parameter("customer_totals", "SCHEMA_EVOLUTION", "perhaps")),
     "parameter-duplicate": _migration(_parameter("customer_totals", "MERGE_KEY", "customer_id")),
     "parameter-task-missing": _migration("INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, "
                                          "PARAMETER_VALUE) VALUES (99999, 'RETRIES', '1');\n"),
@@ -266,8 +268,15 @@ MIGRATION_EDITS: dict[str, Edit] = {
 }
 
 
+#: Cases refused with another documented code than MIGRATION: the Engine DB's own rule, before any explanation.
+MIGRATION_CODES: dict[str, int] = {
+    "sql-stamp-by-hand": _exit("STAMP_COLUMN"),
+}
+
+
 def migration_cases() -> list[Case]:
-    return [Case(f"migration-{name}", ("migrate",), MIGRATION, edit) for name, edit in MIGRATION_EDITS.items()]
+    return [Case(f"migration-{name}", ("migrate",), MIGRATION_CODES.get(name, MIGRATION), edit)
+            for name, edit in MIGRATION_EDITS.items()]
 
 
 # -- SQL files and ingestion scripts (validate reads them) -----------------------------------------------------------
