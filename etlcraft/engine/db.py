@@ -24,7 +24,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from etlcraft.core.actor import Actor, current_actor
-from etlcraft.core.errors import EngineDbError, EngineUnreachableError, EtlCraftError, class_for_code
+from etlcraft.core.errors import (
+    ConfigurationError,
+    EngineDbError,
+    EngineUnreachableError,
+    EtlCraftError,
+    class_for_code,
+)
 from etlcraft.core.stops import holding_stops
 
 if TYPE_CHECKING:
@@ -118,12 +124,12 @@ class EngineDB:
         try:
             parsed = make_url(url)
         except ArgumentError as exc:
-            raise EngineDbError(
+            raise ConfigurationError(
                 f"the Engine DB URL {url!r} is not a URL; expected postgresql://user@host:5432/db or sqlite:///path"
             ) from exc
         backend = parsed.get_backend_name()
         if backend not in ("postgresql", "sqlite"):
-            raise EngineDbError(
+            raise ConfigurationError(
                 f"the Engine DB URL names the database {backend!r}; etl-craft's Engine DB is PostgreSQL or SQLite"
             )
         if not _SCHEMA_NAME.match(schema):

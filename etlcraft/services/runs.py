@@ -80,6 +80,17 @@ def find_pipeline(db: EngineDB, code: str) -> Pipeline:
     return Pipeline(int(row["pipeline_id"]), code, row["max_parallel_tasks"])
 
 
+def require_task(db: EngineDB, pipeline: Pipeline, task_code: str) -> None:
+    """Refuse a task code that is not an active task of the pipeline, before any run is chosen or created: a
+    mistyped --task-code, --rerun or --skip with a new --run-key must leave no run behind."""
+    with db.read() as conn:
+        codes = sorted(str(t["task_code"]) for t in fetch_all(db, conn, "tasks")
+                       if t["pipeline_id"] == pipeline.pipeline_id)
+    if task_code not in codes:
+        raise NotFoundError(f"task {task_code} is not an active task of pipeline {pipeline.code}; its tasks are "
+                            f"{', '.join(codes) or 'none'}; nothing was recorded")
+
+
 def reconcile(db: EngineDB, lease_seconds: int) -> list[Any]:
     """Attempts whose lease expired become LOST: at once on this host (a live stuck process is stopped after its
     attempt is marked, so it can record nothing), after two lease periods on other hosts. Runs left without a
@@ -367,6 +378,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     nothing (B31). The run is finalized afterwards only when every task of it has settled (B25); otherwise it is
     released, IN-PROGRESS, for `etl-craft run --pipeline-code P` to finish."""
     pipeline = find_pipeline(db, request.pipeline_code)
+    require_task(db, pipeline, task.task_code)
     lease = config.orchestration.lease_seconds
     reconcile(db, lease)
     run = select_run(db, config, pipeline, request)
@@ -436,6 +448,7 @@ def skip_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task_cod
     if not request.reason:
         raise UsageError(f"--skip {task_code} needs --reason: it is recorded on the task run")
     pipeline = find_pipeline(db, request.pipeline_code)
+    require_task(db, pipeline, task_code)
     run = select_run(db, config, pipeline, request)
     run_id = int(run["pipeline_run_id"])
     with db.read() as conn:
