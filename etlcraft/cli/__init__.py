@@ -38,6 +38,8 @@ COMMANDS = {
     "reopen": "etlcraft.cli.control:reopen",
     "resume": "etlcraft.cli.control:resume",
     "run": "etlcraft.cli.run:command",
+    "schedule": "etlcraft.cli.schedule:command",
+    "server": "etlcraft.cli.server:command",
     "show": "etlcraft.cli.show:command",
     "status": "etlcraft.cli.status:status",
     "validate": "etlcraft.cli.validate:command",

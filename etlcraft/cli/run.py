@@ -12,6 +12,7 @@ from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import AttemptStatus, RunStatus
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
+from etlcraft.services.handoff import hand_over
 from etlcraft.services.runs import (
     RunRequest,
     TaskRequest,
@@ -25,6 +26,7 @@ from etlcraft.services.runs import (
     skip_task,
 )
 from etlcraft.services.runs import backfill as run_backfill
+from etlcraft.services.server import active_server
 
 #: What a stop did to the tasks that were running (interrupt_attempt), for the message of a stopped command.
 _INTERRUPTED = ("its running tasks were stopped and recorded interrupted, which uses no retry, and each is queued to "
@@ -117,6 +119,11 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
         try:
             if finalize_only:
                 outcome = end_run(ctx.engine_db(), ctx.config(), request)
+            elif task is None and (server := active_server(ctx.engine_db())) is not None:
+                config = ctx.config()
+                outcome = hand_over(ctx.engine_db(), config, request, server,
+                                    request.run_date or datetime.now(config.orchestration.zone).date(),
+                                    on_event=(lambda _: None) if quiet else click.echo)
             else:
                 outcome = run_pipeline(ctx.engine_db(), ctx.config(), request,
                                        on_event=(lambda _: None) if quiet else click.echo)

@@ -112,3 +112,69 @@ def _memory_lock(name: str) -> Iterator[None]:
         lock = _MEMORY_LOCKS.setdefault(name, threading.Lock())
     with lock:
         yield
+
+
+class HeldLock:
+    """A lock taken without waiting and held until release(): the server's leadership. On PostgreSQL it lives as
+    long as its dedicated connection's session, so `alive()` asks that connection; a file lock cannot be lost while
+    this process keeps its file open."""
+
+    def __init__(self, name: str, conn: sa.Connection | None = None, fd: int | None = None) -> None:
+        self.name, self._conn, self._fd = name, conn, fd
+
+    def alive(self) -> bool:
+        if self._conn is None:
+            return True
+        try:
+            self._conn.execute(sa.text("SELECT 1"))
+        except sa.exc.DBAPIError:
+            return False
+        return True
+
+    def release(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sa.exc.DBAPIError):
+                self._conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": lock_key(self.name)})
+            with contextlib.suppress(sa.exc.DBAPIError):
+                self._conn.close()
+            self._conn = None
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+            self._fd = None
+
+
+def try_hold(db: EngineDB, name: str) -> HeldLock | None:
+    """Take the lock called `name` if nobody holds it, and keep it until HeldLock.release() (or this process ends);
+    None when another session or process holds it. An in-memory SQLite Engine DB has no file to lock: its lock only
+    orders this process's threads."""
+    if db.is_postgres:
+        try:
+            conn = db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            taken = conn.execute(sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": lock_key(name)}).scalar()
+        except sa.exc.DBAPIError as exc:
+            raise db.map_error(exc) from exc
+        if not taken:
+            conn.close()
+            return None
+        return HeldLock(name, conn=conn)
+    path = _lock_file(db, name)
+    if path is None:
+        with _MEMORY_GUARD:
+            lock = _MEMORY_LOCKS.setdefault(name, threading.Lock())
+        return HeldLock(name) if lock.acquire(blocking=False) else None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise EngineDbError(f"cannot create the lock file {path} for {name}: {exc.strerror}; make its folder "
+                            "writable for etl-craft") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{name}\npid {os.getpid()}\n".encode())
+    return HeldLock(name, fd=fd)

@@ -26,7 +26,8 @@ from etlcraft.engine.actions import masked
 from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
-from etlcraft.overseer.local import RunLoop, RunOutcome, RunSettings, TaskPolicy
+from etlcraft.overseer.driver import RunOutcome, RunSettings, TaskPolicy
+from etlcraft.overseer.local import RunLoop
 from etlcraft.supervisor.child import ChildRequest
 
 
@@ -59,7 +60,7 @@ class Pipeline:
     slots: int | None
 
 
-def _action(request: RunRequest, **more: Any) -> str:
+def action_arguments(request: RunRequest, **more: Any) -> str:
     """The command's arguments for AUD_ACTIONS, as JSON (what was asked, not what it led to)."""
     arguments = {k: v for k, v in dataclasses.asdict(request).items() if v is not None and k != "task"}
     if request.task is not None:
@@ -139,11 +140,11 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
                              str(found["status"]), gate_wait_seconds, on_event)
     key = request.run_key or f"manual:{uuid.uuid4()}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=run_date, status="QUEUED",
-               reason=request.reason, **_run_settings(config))[0]
+               reason=request.reason, **create_run_settings(config))[0]
     return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status), gate_wait_seconds, on_event)
 
 
-def _run_settings(config: ProjectConfig) -> dict[str, Any]:
+def create_run_settings(config: ProjectConfig) -> dict[str, Any]:
     """What create_run keeps on a new run from the project's configuration: its checksum and the retry defaults
     (Orchestration: Retries, Retry_delay_seconds, Retry_backoff) the Engine DB's retry rule applies to each task
     without parameters of its own."""
@@ -202,13 +203,20 @@ def task_policies(db: EngineDB, run_id: int) -> Callable[[int], TaskPolicy]:
 
 
 def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: int, me: str) -> RunSettings:
+    return run_settings(db, config, pipeline.code, run_id, pipeline.slots, me)
+
+
+def run_settings(db: EngineDB, config: ProjectConfig, pipeline_code: str, run_id: int, slots: int | None,
+                 me: str) -> RunSettings:
+    """How the supervisor `me` drives run `run_id` of `pipeline_code`: its slots (the pipeline's
+    MAX_PARALLEL_TASKS, else Orchestration: Max_parallel_tasks), leases, log folder and task process template."""
     orchestration = config.orchestration
     actor = current_actor()
     return RunSettings(
-        pipeline_code=pipeline.code, owner_id=me, slots=pipeline.slots or orchestration.max_parallel_tasks,
+        pipeline_code=pipeline_code, owner_id=me, slots=slots or orchestration.max_parallel_tasks,
         lease_seconds=orchestration.lease_seconds,
         heartbeat_seconds=orchestration.heartbeat_seconds,
-        log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline.code / str(run_id),
+        log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline_code / str(run_id),
         gate_wait_seconds=orchestration.gate_wait_minutes * 60,
         child=ChildRequest(
             attempt_id=0, owner_id=me, project_dir=str(config.project_dir), engine_url=str(db.url.render_as_string(
@@ -234,8 +242,8 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     me = owner_id()
     with db.write() as conn:
         call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
-        call_in(db, conn, "record_action", command="run", arguments=_action(request), pipeline_id=pipeline.pipeline_id,
-                run_id=run_id, host=host())
+        call_in(db, conn, "record_action", command="run", arguments=action_arguments(request),
+                pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     fault_point("run_created")
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
     settings = _settings(db, config, pipeline, run_id, me)
@@ -265,8 +273,9 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
     dates = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     outcome = BackfillOutcome(pipeline.code, [], "", complete=False)
 
-    call(db, "record_action", command="run --backfill", arguments=_action(request, backfill=f"{first}:{last}"),
-         pipeline_id=pipeline.pipeline_id, host=host())
+    call(db, "record_action", command="run --backfill",
+         arguments=action_arguments(request, backfill=f"{first}:{last}"), pipeline_id=pipeline.pipeline_id,
+         host=host())
 
     def resume_from(day: date) -> str:
         return (f"etl-craft run --pipeline-code {pipeline.code} --backfill {day}:{last} "
@@ -318,7 +327,7 @@ def _backfill_run(db: EngineDB, pipeline: Pipeline, day: date, reason: str | Non
             n += 1
             key = f"{base}#{n}"
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=day,
-               trigger_kind="BACKFILL", status="QUEUED", reason=reason, **_run_settings(config))[0]
+               trigger_kind="BACKFILL", status="QUEUED", reason=reason, **create_run_settings(config))[0]
     return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
 
 
@@ -406,7 +415,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
                     reason=request.reason or f"etl-craft run {why}")
         call_in(db, conn, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
         call_in(db, conn, "record_action", command="run --rerun" if task.rerun else "run --task-code",
-                arguments=_action(request), pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id,
+                arguments=action_arguments(request), pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id,
                 host=host())
         if judged.check_dependencies and not task.ignore_dependencies:
             _check_dependencies(db, conn, task, run_id, task_id, rows, edges, where)
@@ -460,7 +469,7 @@ def skip_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task_cod
     with db.write() as conn:
         skipped = call_in(db, conn, "skip_task_run", run_id=run_id, task_id=task_id, reason=request.reason,
                           by_operator=True)[0]
-        call_in(db, conn, "record_action", command="run --skip", arguments=_action(request, skip=task_code),
+        call_in(db, conn, "record_action", command="run --skip", arguments=action_arguments(request, skip=task_code),
                 pipeline_id=pipeline.pipeline_id, run_id=run_id, task_id=task_id, host=host())
     return RunOutcome(run_id, str(run["status"]), f"task {task_code} is {skipped.status} in run {run_id} of "
                       f"{pipeline.code} ({request.reason}); the next etl-craft run --pipeline-code {pipeline.code} "
@@ -474,7 +483,7 @@ def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
     reconcile(db, config.orchestration.lease_seconds)
     run_date = request.run_date or datetime.now(config.orchestration.zone).date()
     run_id = choose_run(db, pipeline, request, run_date, config)
-    call(db, "record_action", command="run --init-only", arguments=_action(request),
+    call(db, "record_action", command="run --init-only", arguments=action_arguments(request),
          pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     return run_id
 
@@ -486,7 +495,7 @@ def end_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> RunOutc
     run = select_run(db, config, pipeline, request)
     run_id = int(run["pipeline_run_id"])
     _must_be_in_progress(run_id, str(run["status"]))
-    call(db, "record_action", command="run --finalize-only", arguments=_action(request),
+    call(db, "record_action", command="run --finalize-only", arguments=action_arguments(request),
          pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     with acting_as(SYSTEM):
         ended = call(db, "finalize_run", run_id=run_id)[0]

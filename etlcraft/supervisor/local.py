@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
@@ -81,10 +82,16 @@ class LocalSupervisor:
     def free(self) -> int:
         return self.slots - len(self.children)
 
-    def start(self, attempt_id: int, task_code: str, timeout_seconds: float | None) -> Child:
-        """Start the task process of a CLAIMED attempt (owned by this supervisor's owner id). When the process
-        cannot be started, the attempt is recorded FAILED with the reason (B2) and EtlCraftError says so."""
-        log_path = self.log_dir / f"{task_code}.{attempt_id}.log"
+    def start(self, attempt_id: int, task_code: str, timeout_seconds: float | None,
+              log_dir: Path | None = None) -> Child:
+        """Start the task process of a CLAIMED attempt (owned by this supervisor's owner id), its log in `log_dir`
+        (default: the supervisor's). When the process cannot be started, the attempt is recorded FAILED with the
+        reason (B2) and EtlCraftError says so."""
+        folder = log_dir or self.log_dir
+        if folder != self.log_dir:
+            with contextlib.suppress(OSError):  # else the task process records why its log cannot be opened
+                folder.mkdir(parents=True, exist_ok=True)
+        log_path = folder / f"{task_code}.{attempt_id}.log"
         request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path))
         process = CONTEXT.Process(target=main, args=(request,), name=f"etl-craft {task_code} {attempt_id}")
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
@@ -102,33 +109,38 @@ class LocalSupervisor:
             self.children[attempt_id] = child
         return child
 
-    def wait(self, timeout: float) -> list[Ended]:
-        """Wait up to `timeout` seconds for children to end (or time out); report those that ended."""
-        if not self.children:
-            return []
+    def wait(self, timeout: float, wake: Sequence[int] = ()) -> list[Ended]:
+        """Wait up to `timeout` seconds for children to end (or time out), or for one of the `wake` file descriptors
+        to become readable; report the children that ended."""
         now = time.monotonic()
         deadlines = [c.deadline - now for c in self.children.values() if c.deadline and c.stop_sent is None]
         limit = max(0.0, min([timeout, *deadlines]))
-        wait_for([c.process.sentinel for c in self.children.values()], timeout=limit)
+        waited = [c.process.sentinel for c in self.children.values()] + list(wake)
+        if not waited:
+            time.sleep(limit)
+            return []
+        wait_for(waited, timeout=limit)
         self._enforce_deadlines()
         return [self._reap(child) for child in list(self.children.values()) if not child.process.is_alive()]
 
-    def stop_all(self, reason: str) -> list[Ended]:
-        """Stop every child because this supervisor was told to stop (`reason`): record its attempt interrupted
-        first (interrupt_attempt: no retry is used, and the Engine DB queues the task to run again while its run
-        goes on), then stop its process group. An attempt that ended meanwhile keeps its outcome."""
-        for child in self.children.values():
+    def stop_all(self, reason: str, only: Collection[int] | None = None) -> list[Ended]:
+        """Stop every child (or those of the attempts in `only`) because this supervisor was told to stop
+        (`reason`): record its attempt interrupted first (interrupt_attempt: no retry is used, and the Engine DB
+        queues the task to run again while its run goes on), then stop its process group. An attempt that ended
+        meanwhile keeps its outcome."""
+        stopping = [c for c in self.children.values() if only is None or c.attempt_id in only]
+        for child in stopping:
             with contextlib.suppress(StaleTransitionError):
                 call(self.db, "interrupt_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id, reason=reason)
             self._signal(child, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_SECONDS
-        while any(c.process.is_alive() for c in self.children.values()) and time.monotonic() < deadline:
-            wait_for([c.process.sentinel for c in self.children.values()], timeout=0.2)
-        for child in self.children.values():
+        while any(c.process.is_alive() for c in stopping) and time.monotonic() < deadline:
+            wait_for([c.process.sentinel for c in stopping], timeout=0.2)
+        for child in stopping:
             if child.process.is_alive():
                 self._signal(child, signal.SIGKILL)
                 child.process.join(timeout=5)
-        return [self._reap(child) for child in list(self.children.values())]
+        return [self._reap(child) for child in stopping]
 
     # -- internals -------------------------------------------------------------------------------------------
 

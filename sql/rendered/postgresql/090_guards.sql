@@ -180,6 +180,26 @@ BEGIN
 END
 $$;
 
+-- tg_aud_overseers__stamp_actor(): BEFORE INSERT, or UPDATE of an actor column. STARTED_BY
+-- (and each one's kind) are set to the actor the transaction is marked with, whatever the statement gave.
+-- STARTED_BY is who created the row: an UPDATE keeps it.
+CREATE OR REPLACE FUNCTION etl_craft.tg_aud_overseers__stamp_actor() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_actor text := etl_craft._marked_actor();
+  v_kind text := etl_craft._actor_kind();
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    NEW.STARTED_BY := v_actor;
+    NEW.STARTED_BY_KIND := v_kind;
+  ELSE
+    NEW.STARTED_BY := OLD.STARTED_BY;
+    NEW.STARTED_BY_KIND := OLD.STARTED_BY_KIND;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 -- tg_aud_pipelines_run_log__stamp_actor(): BEFORE INSERT, or UPDATE of an actor column. STARTED_BY, ENDED_BY
 -- (and each one's kind) are set to the actor the transaction is marked with, whatever the statement gave.
 -- STARTED_BY is who created the row: an UPDATE keeps it.
@@ -518,6 +538,13 @@ CREATE OR REPLACE TRIGGER _020_append_only BEFORE UPDATE OR DELETE ON etl_craft.
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_append_only('CHANGE_ID', 'AUD_METADATA_CHANGES is append-only: its rows record history and never change');
 CREATE OR REPLACE TRIGGER _020_append_only_truncate BEFORE TRUNCATE ON etl_craft.AUD_METADATA_CHANGES
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_append_only('CHANGE_ID', 'AUD_METADATA_CHANGES is append-only: its rows record history and never change');
+
+-- AUD_OVERSEERS
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_OVERSEERS
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+CREATE OR REPLACE TRIGGER _200_stamp_actor
+  BEFORE INSERT OR UPDATE OF STARTED_BY, STARTED_BY_KIND
+  ON etl_craft.AUD_OVERSEERS FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_overseers__stamp_actor();
 
 -- AUD_PIPELINES_RUN_LOG
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_PIPELINES_RUN_LOG

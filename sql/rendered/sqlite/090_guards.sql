@@ -997,6 +997,26 @@ BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_METADATA_CHANGES refused: AUD_METADATA_CHANGES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
 END;
 
+-- AUD_OVERSEERS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_overseers__engine_only_insert;
+CREATE TRIGGER _010_aud_overseers__engine_only_insert BEFORE INSERT ON AUD_OVERSEERS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_OVERSEERS refused: AUD_OVERSEERS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_overseers__engine_only_update;
+CREATE TRIGGER _010_aud_overseers__engine_only_update BEFORE UPDATE ON AUD_OVERSEERS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_OVERSEERS refused: AUD_OVERSEERS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_overseers__engine_only_delete;
+CREATE TRIGGER _010_aud_overseers__engine_only_delete BEFORE DELETE ON AUD_OVERSEERS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_OVERSEERS refused: AUD_OVERSEERS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
 -- AUD_PIPELINES_RUN_LOG: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
 DROP TRIGGER IF EXISTS _010_aud_pipelines_run_log__engine_only_insert;
 CREATE TRIGGER _010_aud_pipelines_run_log__engine_only_insert BEFORE INSERT ON AUD_PIPELINES_RUN_LOG

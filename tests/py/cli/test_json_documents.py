@@ -49,6 +49,8 @@ READS: dict[str, tuple[str, ...]] = {
     "list": ("list",),
     "logs": ("logs", "--attempt-id", "1"),
     "reconcile": ("reconcile",),
+    "schedule list": ("schedule", "list"),
+    "server status": ("server", "status"),
     "rehash": ("rehash", "--target", "main.target", "--dry-run"),
     "show": ("show", "--pipeline-code", "flow"),
     "status": ("status", "--pipeline-code", "flow", "--run-id", "1"),

@@ -96,4 +96,4 @@ def test_a_tick_is_strictly_after_the_instant_given() -> None:
 
 def test_next_after_needs_an_aware_instant() -> None:
     with pytest.raises(ValueError, match="aware"):
-        next_after(parse("@daily"), datetime(2026, 1, 1), ZoneInfo("UTC"))  # noqa: DTZ001
+        next_after(parse("@daily"), datetime(2026, 1, 1), ZoneInfo("UTC"))

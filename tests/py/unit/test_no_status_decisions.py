@@ -35,8 +35,12 @@ ALLOWED = {
         "resumes the backfill run of a date that is still active instead of creating another key",
     ("etlcraft/services/control.py", "_task_run_hint"):
         "a hint in a message",
-    ("etlcraft/overseer/local.py", "RunLoop._say_retry"):
+    ("etlcraft/overseer/driver.py", "RunDriver._say_retry"):
         "skips the read for a retry message after a success, which the retry rule never retries",
+    ("etlcraft/overseer/server.py", "Server._admit"):
+        "reads admit_run's answer: admit_run decides the admission",
+    ("etlcraft/services/handoff.py", "_active"):
+        "names the run's status in the message for a run command on an ended run, as _must_be_in_progress does",
 }
 
 STATUSES = {s for e in state_machine().entities for s in e.statuses}

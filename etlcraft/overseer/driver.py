@@ -1,0 +1,353 @@
+"""One run's part of an overseer's loop: what can run now is queued, claimed and started within the run's slots,
+what can never run is skipped, ended task processes are told, and the run is finalized by the Engine DB once
+nothing is left to run. Every status change is a call to the Engine DB's functions.
+
+A RunDriver never blocks: where the run has to wait (a retry's delay, a gate's next look, another owner's attempt)
+it says when it wants to be looked at again (`wake_at`). The foreground `etl-craft run` (etlcraft.overseer.local)
+drives one run this way, the server (etlcraft.overseer.server) every active run at once, with one supervisor of
+task processes: one execution path for both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from etlcraft.core.actor import SYSTEM, acting_as
+from etlcraft.core.enums import AttemptStatus
+from etlcraft.core.errors import EngineUnreachableError, EtlCraftError, StaleTransitionError
+from etlcraft.core.faults import fault_point
+from etlcraft.core.stops import holding_stops
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from etlcraft.engine.outage import ride_out
+from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.supervisor.child import ChildRequest
+from etlcraft.supervisor.local import Ended, LocalSupervisor
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    pipeline_code: str
+    owner_id: str
+    slots: int
+    lease_seconds: int
+    heartbeat_seconds: float
+    log_dir: Path
+    child: ChildRequest  # the template every task process starts from
+    gate_wait_seconds: int = 0  # how long a task gate may wait for its upstream (Gate_wait_minutes)
+
+
+@dataclass(frozen=True)
+class TaskPolicy:
+    timeout: float | None  # seconds; None: no limit
+    retries: int  # how many retries the Engine DB's retry rule gives the task (retry_policy), for messages
+
+
+@dataclass
+class RunOutcome:
+    pipeline_run_id: int
+    status: str
+    message: str
+    ended: list[Ended] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+class RunDriver:
+    """Drives one owned IN-PROGRESS run; with a scope, only the tasks in it (a task command), then ends the run only
+    if every task of it has settled, else releases it IN-PROGRESS."""
+
+    def __init__(self, db: EngineDB, run_id: int, settings: RunSettings, policies: Callable[[int], TaskPolicy],
+                 on_event: Callable[[str], None], reconcile: Callable[[], object],
+                 scope: frozenset[int] | None = None) -> None:
+        self.db, self.run_id, self.settings = db, run_id, settings
+        self.policies, self.on_event, self.reconcile, self.scope = policies, on_event, reconcile, scope
+        self.waited_on: set[int] = set()
+        self.gate_waiting: set[int] = set()
+        self.children: set[int] = set()  # this run's attempts whose task processes the supervisor watches
+        self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
+        self.task_codes: dict[int, str] = {}
+        self.wake_at = 0.0  # time.monotonic() of the next look; 0: now
+        self.lost: str | None = None  # set when the run's lease was found lost
+
+    # -- one turn ------------------------------------------------------------------------------------------------
+
+    def step(self, supervisor: LocalSupervisor, dispatch: bool = True) -> bool:
+        """One turn; False once the run has nothing left to do here: then either outcome.message says why it was
+        left (lease lost, paused) or the run is ready to be finalized (finish). With dispatch False (the overseer
+        is stopping) nothing new is started."""
+        now = time.monotonic()
+        if self.lost:
+            self.outcome.ended += supervisor.stop_all(f"stopped: {self.lost}", only=set(self.children))
+            self.children.clear()
+            self.outcome.message = f"the run's lease was lost ({self.lost}); it was left to its new owner"
+            return False
+        if self.children and self._cancel_requested():
+            self._stop_cancelled(supervisor)
+        started = self._dispatch(supervisor) if dispatch else False
+        if self.children:
+            self.wake_at = now + self._until_due()
+            return True
+        if not dispatch:
+            return False
+        if started:
+            self.wake_at = now
+            return True
+        if self._foreign_attempts_live():
+            return True
+        if self._paused():  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
+            return False
+        due = self._next_due()
+        if due is None:
+            return False
+        left = (due - self.db.clock.now()).total_seconds()
+        # Something due already that nothing could start (its pool is full with other runs' attempts) is looked at
+        # again a quarter of a second later.
+        self.wake_at = now + min(max(left, 0.25), self.settings.heartbeat_seconds)
+        return True
+
+    def ended(self, ended: Ended) -> None:
+        """A task process of this run has gone (the supervisor recorded its outcome if it did not)."""
+        self.children.discard(ended.attempt_id)
+        self.outcome.ended.append(ended)
+        self.on_event(f"{ended.task_code}: {ended.status}")
+        self.wake_at = 0.0
+        with contextlib.suppress(EngineUnreachableError):  # a message only: the Engine DB already decided
+            self._say_retry(ended)
+
+    def finish(self) -> None:
+        """The run has nothing left to run here: finalize it (or, for a task command, release it while other tasks
+        of it have not run)."""
+        if self.outcome.message:
+            return
+        fault_point("before_finalize")
+        ride_out(self._finalize, seconds=self.settings.lease_seconds)
+
+    def stop(self, supervisor: LocalSupervisor, reason: str) -> None:
+        """Stop this run's task processes (their attempts recorded interrupted) and release the run, IN-PROGRESS."""
+        self.outcome.ended += supervisor.stop_all(reason, only=set(self.children))
+        self.children.clear()
+        self.release()
+
+    def release_orphans(self, supervisor: LocalSupervisor) -> None:
+        """After an outage: an attempt this supervisor claimed whose answer was lost with the connection is CLAIMED
+        by it but has no process. Nothing runs it, so it is recorded LOST at once (the retry rule or requeue_lost
+        queues it again) instead of holding the run until its lease expires."""
+        with self.db.read() as conn:
+            claimed = fetch_all(self.db, conn, "run_own_claimed_attempts", run_id=self.run_id,
+                                owner_id=self.settings.owner_id)
+        for row in claimed:
+            if row["attempt_id"] in supervisor.children:
+                continue
+            with contextlib.suppress(StaleTransitionError):
+                call(self.db, "lose_attempt", attempt_id=row["attempt_id"], owner_id=self.settings.owner_id,
+                     message=f"attempt {row['attempt_id']} was claimed while the Engine DB connection broke and "
+                             "never started")
+                self.on_event(f"{row['task_code']}: attempt {row['attempt_id']} was claimed as the Engine DB "
+                              "connection broke and never started; it is queued again")
+        self.requeue_lost()
+
+    # -- dispatch ------------------------------------------------------------------------------------------------
+
+    def _dispatch(self, supervisor: LocalSupervisor) -> bool:
+        """Skip what can never run; queue, claim and start what can, within the free slots."""
+        started = False
+        ready = [t for t in call(self.db, "ready_tasks", run_id=self.run_id)
+                 if self.scope is None or t.task_id in self.scope]
+        for task in (t for t in ready if t.decision == "SKIP"):
+            call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=task.reason)
+            self.outcome.skipped.append((task.task_code, task.reason))
+            self.on_event(f"{task.task_code}: SKIPPED ({task.reason})")
+            started = True
+        for task in (t for t in ready if t.decision == "RUN"):  # all of them: a queued attempt holds no slot
+            queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=task.task_id,
+                          gate_wait_seconds=self.settings.gate_wait_seconds)[0]
+            fault_point("attempt_queued")
+            if queued.outcome == "WAITING":  # its gate waits for the upstream: no slot is held, ready_tasks skips it
+                if task.task_id not in self.gate_waiting:  # said once; explain shows every look
+                    self.gate_waiting.add(task.task_id)
+                    self.on_event(f"{task.task_code}: {queued.reason}")
+                continue
+            if queued.outcome != "QUEUED":
+                call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=queued.reason)
+                self.outcome.skipped.append((task.task_code, queued.reason))
+                self.on_event(f"{task.task_code}: SKIPPED ({queued.reason})")
+                started = True
+                continue
+            self.task_codes[task.task_id] = task.task_code
+            started = True
+        if started or self._free(supervisor) > 0:
+            self._claim_and_start(supervisor)
+        return started
+
+    def _free(self, supervisor: LocalSupervisor) -> int:
+        """Slots this run may fill now: its own (the pipeline's Max_parallel_tasks) within the supervisor's."""
+        return min(self.settings.slots - len(self.children), supervisor.free)
+
+    def _claim_and_start(self, supervisor: LocalSupervisor) -> None:
+        """Claim this run's queued attempts (every pool and slot kind they wait in) and start their processes."""
+        with self.db.read() as conn:
+            queues = [(r["pool"], r["slot_kind"]) for r in fetch_all(self.db, conn, "run_queued_pools",
+                                                                      run_id=self.run_id)]
+        for pool, kind in queues:
+            if self._free(supervisor) <= 0:
+                return
+            with holding_stops():  # a stop finds each claimed attempt started and supervised, never claimed only (B3)
+                self._claim_pool(supervisor, pool, kind)
+
+    def _claim_pool(self, supervisor: LocalSupervisor, pool: str, kind: str) -> None:
+        # Not durable: a claim lost in a server crash is refused at the task process's start_attempt, which runs
+        # before the task does anything and whose synchronous commit makes the claim durable too.
+        claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
+                       lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
+                       max_attempts=self._free(supervisor), durable=False)
+        for attempt in claimed:
+            fault_point("attempt_claimed")
+            code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
+            try:
+                supervisor.start(attempt.attempt_id, code, self.policies(attempt.task_id).timeout,
+                                 self.settings.log_dir)
+            except EtlCraftError as exc:  # the attempt is recorded FAILED (B2): the retry rule retries it or not
+                ended = Ended(attempt.attempt_id, code, "FAILED", None)
+                self.outcome.ended.append(ended)
+                self.on_event(f"{code}: FAILED ({exc})")
+                self._say_retry(ended)
+                continue
+            self.children.add(attempt.attempt_id)
+            self.on_event(f"{code}: started attempt {attempt.attempt_id}")
+
+    def _task_code(self, task_id: int) -> str:
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "run_task_rows", run_id=self.run_id)
+        self.task_codes.update({int(r["task_id"]): str(r["task_code"]) for r in rows})
+        return self.task_codes[task_id]
+
+    # -- waiting -------------------------------------------------------------------------------------------------
+
+    def _foreign_attempts_live(self) -> bool:
+        """An attempt of this run still leased to another owner (a supervisor that died or let the run go while its
+        task process runs on) may yet record its outcome, or its lease expires: reconcile, queue again what was
+        lost, and look again a heartbeat later, rather than finalizing under it."""
+        with self.db.read() as conn:
+            foreign = fetch_all(self.db, conn, "run_foreign_live_attempts", run_id=self.run_id,
+                                owner_id=self.settings.owner_id)
+        if not foreign:
+            return False
+        for row in foreign:
+            if row["attempt_id"] not in self.waited_on:
+                self.waited_on.add(row["attempt_id"])
+                self.on_event(f"{row['task_code']}: waiting for attempt {row['attempt_id']}, {row['status']} "
+                              f"by {row['owner_id']}, to end or its lease to expire")
+        self.reconcile()
+        self.requeue_lost()
+        self.wake_at = time.monotonic() + self.settings.heartbeat_seconds
+        return True
+
+    def _paused(self) -> bool:
+        """A paused pipeline admits no task: once what runs has ended, the run is released, IN-PROGRESS."""
+        with self.db.read() as conn:
+            pause = fetch_one(self.db, conn, "run_pipeline_pause", run_id=self.run_id)
+        if pause is None:
+            return False
+        self.release()
+        code = pause["pipeline_code"]
+        self.outcome.message = (
+            f"pipeline {code} is paused (by {pause['paused_by']}: {pause['pause_reason'] or 'no reason given'}), so "
+            f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline-code {code}, "
+            f"then etl-craft run --pipeline-code {code} --run-id {self.run_id} carries on")
+        return True
+
+    def _cancel_requested(self) -> bool:
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "run_header", run_id=self.run_id)
+        return row is not None and row["cancel_requested_at"] is not None
+
+    def _stop_cancelled(self, supervisor: LocalSupervisor) -> None:
+        """The run was cancelled: its running attempts end CANCELLED (their owner acknowledges the request) and their
+        process groups are stopped; finalize_run then ends the run CANCELLED."""
+        reason = f"run {self.run_id} was cancelled"
+        for attempt_id in list(self.children):
+            with contextlib.suppress(StaleTransitionError):  # it ended meanwhile: its outcome stands
+                call(self.db, "cancel_attempt", attempt_id=attempt_id, reason=reason, owner_id=self.settings.owner_id)
+        for ended in supervisor.stop_all(reason, only=set(self.children)):
+            self.outcome.ended.append(ended)
+            self.on_event(f"{ended.task_code}: {ended.status} ({reason})")
+        self.children.clear()
+
+    def _say_retry(self, ended: Ended) -> None:
+        """Tell the operator about the retry the Engine DB queued after an attempt ended (its retry rule decides, in
+        the transaction that recorded the end): "retry 1 of 2 (attempt 12) in 60 s". A success has no retry: no read
+        is spent on it, on the path every completion takes."""
+        if ended.status == AttemptStatus.SUCCESS:
+            return
+        with self.db.read() as conn:
+            queued = fetch_one(self.db, conn, "next_attempt", attempt_id=ended.attempt_id)
+        if queued is None or not queued["retry_number"]:
+            return
+        delay = 0.0
+        if queued["not_before"] is not None:
+            delay = (as_utc(queued["not_before"]) - as_utc(queued["queued_at"])).total_seconds()
+        retries = self.policies(int(queued["task_id"])).retries
+        self.on_event(f"{ended.task_code}: retry {queued['retry_number']} of {retries} (attempt "
+                      f"{queued['attempt_id']}) in {delay:g} s")
+
+    def _next_due(self) -> datetime | None:
+        """When a retry of this run is due, or a gate of it that waits looks again (run_next_due)."""
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "run_next_due", run_id=self.run_id)
+        due = row and row["next_due"]
+        return as_utc(due) if due else None
+
+    def _until_due(self) -> float:
+        """Seconds to wait for a task process to end before looking again: a heartbeat, or less when something
+        of the run is due sooner."""
+        due = self._next_due()
+        left = (due - self.db.clock.now()).total_seconds() if due else 0.0
+        # Due already: only a free slot was missing, and a task process that ends wakes the wait anyway.
+        return min(left, self.settings.heartbeat_seconds) if left > 0 else self.settings.heartbeat_seconds
+
+    # -- ending --------------------------------------------------------------------------------------------------
+
+    def requeue_lost(self) -> None:
+        """A task whose latest attempt was LOST (its owner died) and that the retry rule did not retry runs again:
+        nobody knows whether it finished. The Engine DB decides which (requeue_lost)."""
+        for queued in call(self.db, "requeue_lost", run_id=self.run_id):
+            code = self.task_codes.get(queued.task_id) or self._task_code(queued.task_id)
+            self.on_event(f"{code}: attempt {queued.lost_attempt_id} was lost; queued again")
+
+    def _finalize(self) -> None:
+        if self.scope is not None:
+            # A task command ran its tasks; the run ends only when no other task of it is left to run (B25): one
+            # without a settled task run, or one the engine skipped that can run now (its failed upstream was rerun).
+            ready = {t.task_code for t in call(self.db, "ready_tasks", run_id=self.run_id) if t.decision == "RUN"}
+            waiting = sorted(ready | set(self._unsettled()))
+            if waiting:
+                self.release()
+                self.outcome.message = (
+                    f"run {self.run_id} stays IN-PROGRESS: {len(waiting)} task(s) have not run yet "
+                    f"({', '.join(waiting)}); etl-craft run --pipeline-code {self.settings.pipeline_code} "
+                    f"--run-id {self.run_id} runs them")
+                return
+        with acting_as(SYSTEM):  # the engine ends the run (ENDED_BY_KIND SYSTEM); operators end runs by mark/cancel
+            ended = call(self.db, "finalize_run", run_id=self.run_id, owner_id=self.settings.owner_id)[0]
+        self.outcome.status = ended.status
+        self.outcome.message = f"run {self.run_id} ended {ended.status}"
+
+    def _unsettled(self) -> list[str]:
+        with self.db.read() as conn:
+            return [str(r["task_code"]) for r in fetch_all(self.db, conn, "run_unsettled_tasks", run_id=self.run_id)]
+
+    def release(self) -> None:
+        """Give the run up without ending it, so the next owner resumes it at once (not after the lease)."""
+        with contextlib.suppress(EtlCraftError):
+            call(self.db, "release_run", run_id=self.run_id, owner_id=self.settings.owner_id)
+
+
+def as_utc(value: datetime | str) -> datetime:
+    """A stored time as an aware UTC datetime (SQLite keeps UTC text)."""
+    stamp = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp

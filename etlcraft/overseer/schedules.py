@@ -1,0 +1,237 @@
+"""The server's schedules: a run for every due tick of each pipeline's RUN_SCHEDULE (S4.C).
+
+A tick is an instant in UTC; its run has RUN_KEY schedule:<tick, ISO 8601 in UTC>, TRIGGER_KIND SCHEDULE and as
+RUN_DATE the tick's date in the schedule's time zone (SCHEDULE_TIMEZONE, else the project's). The unique run key
+makes creating a tick's run idempotent: a server that restarts, or two that raced, create it once.
+
+Ticks the server was not running for (at or before its start) are caught up: with CATCHUP = 'Y' the newest
+MAX_CATCHUP_RUNS of them get runs, with 'N' only the newest; older missed ticks are recorded as SKIPPED runs "missed
+while no server was running" (the newest MISSED_RECORDED of them; older ones are counted in the log). A pipeline
+without a scheduled run yet starts at SCHEDULE_START_DATE when it has one, else at the server's start. Ticks that
+fall due while the server runs follow OVERLAP_POLICY when the pipeline still has an active run: SKIP records the
+tick as a SKIPPED run naming that run, QUEUE creates it QUEUED to run after it. A paused pipeline's ticks create
+no run; after its resume, its schedule goes on from the resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.cron import CronError, CronSchedule, next_after, parse, tick_of, ticks_between
+from etlcraft.core.enums import ActorKind
+from etlcraft.core.errors import EtlCraftError
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call_in
+from etlcraft.engine.queries import fetch_all
+
+MISSED = "missed while no server was running"
+#: Older missed ticks than these are not recorded one by one (a minute schedule down for a week would be 10,000
+#: SKIPPED runs); the log says how many there were.
+MISSED_RECORDED = 100
+#: Missed ticks are counted up to this many for the log (counting a minute schedule's year would take long).
+COUNT_LIMIT = 10_000
+SCHEDULE_ACTOR = Actor("etl-craft schedule", ActorKind.SCHEDULE)
+KEY_PREFIX = "schedule:"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A pipeline's schedule as the server keeps it."""
+
+    pipeline_id: int
+    pipeline_code: str
+    cron: CronSchedule
+    zone: ZoneInfo
+    start_date: date | None
+    catchup: bool
+    max_catchup_runs: int
+    overlap_policy: str
+    last_tick: datetime | None
+    paused: bool
+    active_runs: int
+
+    def starts_at(self) -> datetime | None:
+        """The first instant SCHEDULE_START_DATE allows: its midnight in the schedule's zone."""
+        if self.start_date is None:
+            return None
+        return datetime.combine(self.start_date, time(0), tzinfo=self.zone).astimezone(UTC)
+
+    def next_ticks(self, after: datetime, count: int) -> list[datetime]:
+        found: list[datetime] = []
+        floor = self.starts_at()
+        moment = after if floor is None or after >= floor else floor - timedelta(microseconds=1)
+        for _ in range(count):
+            moment = next_after(self.cron, moment, self.zone)
+            found.append(moment)
+        return found
+
+
+def run_date_of(tick: datetime, zone: ZoneInfo) -> date:
+    return tick.astimezone(zone).date()
+
+
+def tick_key(tick: datetime) -> str:
+    return KEY_PREFIX + tick_of(tick)
+
+
+def parse_tick_key(key: str | None) -> datetime | None:
+    if not key or not key.startswith(KEY_PREFIX):
+        return None
+    try:
+        return datetime.strptime(key[len(KEY_PREFIX):], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def zone_name(schedule_zone: str | None, project_zone: str | None, configured: str) -> str:
+    """The zone a pipeline's schedule and run dates are read in: its own, else its project's, else the
+    configuration's (Orchestration: Timezone)."""
+    return schedule_zone or project_zone or configured
+
+
+def read_schedules(db: EngineDB, configured_zone: str,
+                   on_problem: Callable[[str], None] = lambda _: None) -> list[Schedule]:
+    """Every active pipeline with a schedule. A schedule or zone that does not parse (validate refuses both) is
+    reported through on_problem and left out, so one bad row stops no other pipeline."""
+    with db.read() as conn:
+        rows = fetch_all(db, conn, "scheduled_pipelines")
+    found = []
+    for row in rows:
+        try:
+            found.append(_schedule(row, configured_zone))
+        except (CronError, KeyError, ValueError) as exc:
+            on_problem(f"pipeline {row['pipeline_code']}: its schedule {row['run_schedule']!r} is not used: {exc}; "
+                       "etl-craft validate names the fix")
+    return found
+
+
+def _schedule(row: dict[str, Any], configured_zone: str) -> Schedule:
+    start = row["schedule_start_date"]
+    return Schedule(
+        pipeline_id=int(row["pipeline_id"]), pipeline_code=str(row["pipeline_code"]),
+        cron=parse(str(row["run_schedule"])),
+        zone=ZoneInfo(zone_name(row["schedule_timezone"], row["project_timezone"], configured_zone)),
+        start_date=date.fromisoformat(start) if isinstance(start, str) else start,
+        catchup=row["catchup"] == "Y", max_catchup_runs=int(row["max_catchup_runs"] or 1),
+        overlap_policy=str(row["overlap_policy"] or "SKIP"), last_tick=parse_tick_key(row["last_tick_key"]),
+        paused=bool(row["paused"]), active_runs=int(row["active_runs"]))
+
+
+class Scheduler:
+    """Creates the runs of due ticks. `started_at` is when the server started: ticks at or before it were missed."""
+
+    def __init__(self, db: EngineDB, started_at: datetime, configured_zone: str, run_settings: dict[str, Any],
+                 on_event: Callable[[str], None]) -> None:
+        self.db, self.started_at, self.configured_zone = db, started_at, configured_zone
+        self.run_settings, self.on_event = run_settings, on_event
+        self.cursor: dict[int, datetime] = {}  # per pipeline: every tick at or before it has been handled
+        self.next_at: dict[int, datetime] = {}
+
+    def due(self, now: datetime) -> bool:
+        return not self.next_at or min(self.next_at.values()) <= now
+
+    def next_tick(self) -> datetime | None:
+        return min(self.next_at.values()) if self.next_at else None
+
+    def tick(self, now: datetime) -> list[int]:
+        """Create the runs of every tick due by `now`; the ids of the runs created (SKIPPED ones included)."""
+        created: list[int] = []
+        schedules = read_schedules(self.db, self.configured_zone, self.on_event)
+        self.next_at = {}
+        for schedule in schedules:
+            try:
+                created += self._pipeline(schedule, now)
+            except EtlCraftError as exc:  # one pipeline's refusal (paused meanwhile, ...) stops no other
+                self.on_event(f"pipeline {schedule.pipeline_code}: no run created for its due tick: {exc}")
+            self.next_at[schedule.pipeline_id] = schedule.next_ticks(self.cursor.get(schedule.pipeline_id, now), 1)[0]
+        return created
+
+    def _pipeline(self, schedule: Schedule, now: datetime) -> list[int]:
+        after = self._after(schedule)
+        if schedule.paused:
+            skipped = sum(1 for _ in _bounded(ticks_between(schedule.cron, after, now, schedule.zone), 1000))
+            if skipped:
+                self.on_event(f"pipeline {schedule.pipeline_code} is paused: {skipped} due tick(s) create no run")
+            self.cursor[schedule.pipeline_id] = now
+            return []
+        missed, older = ([], 0) if after >= self.started_at else _newest(
+            schedule, after, min(now, self.started_at), MISSED_RECORDED + self._keep(schedule))
+        live = list(ticks_between(schedule.cron, max(after, self.started_at), now, schedule.zone))
+        created: list[int] = []
+        if missed:
+            keep = self._keep(schedule)
+            if older:
+                many = f"{COUNT_LIMIT:,} or more" if older >= COUNT_LIMIT else str(older)
+                self.on_event(f"pipeline {schedule.pipeline_code}: {many} older tick(s) {MISSED} are not recorded")
+            for tick in missed[:-keep]:
+                created.append(self._create(schedule, tick, skip=MISSED))
+            for tick in missed[-keep:]:
+                created.append(self._create(schedule, tick))
+        active = schedule.active_runs + len(missed[-self._keep(schedule):]) if missed else schedule.active_runs
+        for tick in live:
+            if active and schedule.overlap_policy == "SKIP":
+                created.append(self._create(schedule, tick, skip="previous run still active"))
+                continue
+            created.append(self._create(schedule, tick))
+            active += 1
+        self.cursor[schedule.pipeline_id] = now
+        return created
+
+    def _keep(self, schedule: Schedule) -> int:
+        return schedule.max_catchup_runs if schedule.catchup else 1
+
+    def _after(self, schedule: Schedule) -> datetime:
+        """The instant after which this pipeline's ticks are still to be handled."""
+        candidates = [t for t in (self.cursor.get(schedule.pipeline_id), schedule.last_tick) if t is not None]
+        after = max(candidates) if candidates else None
+        floor = schedule.starts_at()
+        if after is None:
+            after = floor - timedelta(microseconds=1) if floor is not None else self.started_at
+        elif floor is not None and after < floor:
+            after = floor - timedelta(microseconds=1)
+        return after
+
+    def _create(self, schedule: Schedule, tick: datetime, skip: str | None = None) -> int:
+        """The run of one tick: QUEUED for the server to admit, or SKIPPED at once with the reason."""
+        key = tick_key(tick)
+        with acting_as(SCHEDULE_ACTOR), self.db.write() as conn:
+            row = call_in(self.db, conn, "create_run", pipeline_id=schedule.pipeline_id, run_key=key,
+                          run_date=run_date_of(tick, schedule.zone), trigger_kind="SCHEDULE", status="QUEUED",
+                          **self.run_settings)[0]
+            if not row.created:
+                return int(row.pipeline_run_id)
+            if skip is not None:
+                call_in(self.db, conn, "finish_run", run_id=row.pipeline_run_id, from_status="QUEUED",
+                        status="SKIPPED", message=skip)
+        what = f"SKIPPED ({skip})" if skip else "QUEUED"
+        self.on_event(f"pipeline {schedule.pipeline_code}: tick {tick_of(tick)} created run {row.pipeline_run_id} "
+                      f"({key}, run date {run_date_of(tick, schedule.zone)}) {what}")
+        return int(row.pipeline_run_id)
+
+
+def _bounded(ticks: Any, limit: int) -> Any:
+    for number, tick in enumerate(ticks):
+        if number >= limit:
+            return
+        yield tick
+
+
+def _newest(schedule: Schedule, after: datetime, until: datetime, count: int) -> tuple[list[datetime], int]:
+    """The newest `count` ticks in (after, until], oldest first, and how many older ones there were (0 when none,
+    or when it would take too long to count them). The walk starts a day before `until` and doubles its window
+    until it holds enough ticks, so a long outage of a frequent schedule costs no more than a short one."""
+    window = timedelta(days=1)
+    while True:
+        start = max(after, until - window)
+        found = list(ticks_between(schedule.cron, start, until, schedule.zone))
+        if len(found) >= count or start == after:
+            older = 0
+            if start > after:
+                older = sum(1 for _ in _bounded(ticks_between(schedule.cron, after, start, schedule.zone), COUNT_LIMIT))
+            return found[-count:], older + max(0, len(found) - count)
+        window *= 2

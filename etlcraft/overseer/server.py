@@ -1,0 +1,384 @@
+"""`etl-craft server`: the overseer that runs every pipeline on its schedule (S4.B, S4.D).
+
+One process leads an Engine DB at a time: it holds a session lock for its whole life (an advisory lock on a
+dedicated connection on PostgreSQL, a file lock beside a SQLite Engine DB) and records itself in AUD_OVERSEERS. Its
+loop: reconcile expired leases, create the runs of due schedule ticks, admit QUEUED runs through their pipeline
+gates without waiting, take over IN-PROGRESS runs nobody supervises (started by `run --init-only`, the SQL API, a
+server that died), and drive every active run with a RunDriver (the code `etl-craft run` drives its one run with),
+sharing one supervisor of task processes and its slots. Completions wake the loop at once; so do signals.
+
+Nothing is decided here that the Engine DB's functions decide: the server asks them, in a loop.
+
+Stopping (SIGTERM, SIGINT, SIGHUP): no run is created, admitted or dispatched any more; running task processes get
+up to Shutdown_grace_seconds to end, then they are stopped (their attempts recorded interrupted, queued to run again)
+and every run the server owns is released IN-PROGRESS for its successor. A second signal stops them at once. A
+server that loses its lock (its lock connection dropped) stops its task processes and exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+from etlcraft import __version__
+from etlcraft.core.actor import Actor, acting_as
+from etlcraft.core.enums import ActorKind
+from etlcraft.core.errors import (
+    EngineUnreachableError,
+    EtlCraftError,
+    RefusedByPolicyError,
+    StaleTransitionError,
+)
+from etlcraft.core.faults import fault_point
+from etlcraft.core.process import host
+from etlcraft.engine.db import EngineDB, format_timestamp
+from etlcraft.engine.functions import call
+from etlcraft.engine.locks import HeldLock, try_hold
+from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.overseer.driver import RunDriver, RunSettings, TaskPolicy, as_utc
+from etlcraft.overseer.schedules import Scheduler
+from etlcraft.supervisor.child import ChildRequest
+from etlcraft.supervisor.local import Ended, LocalSupervisor
+
+LEADER_LOCK = "etl-craft:overseer"
+SERVER_ACTOR = Actor("etl-craft server", ActorKind.SYSTEM)
+#: How often the loop looks at the Engine DB for new work when nothing wakes it (runs started elsewhere, metadata
+#: changes, pauses): a completion, a signal or a due tick wake it sooner.
+IDLE_SECONDS = 1.0
+#: How often schedules are read again although no tick is due (new pipelines, changed schedules, pauses).
+SCHEDULE_REFRESH_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    owner_id: str
+    slots: int  # task processes at once, over every pipeline
+    lease_seconds: int
+    heartbeat_seconds: float
+    shutdown_grace_seconds: float
+    gate_wait_seconds: int
+    timezone: str  # Orchestration: Timezone, for schedules whose pipeline and project set none
+    run_settings: dict[str, Any]  # what create_run keeps on a scheduled run (config checksum, retry defaults)
+    child: ChildRequest
+
+
+class ServerLog:
+    """One line per decision: text, or JSON with --log-format json."""
+
+    def __init__(self, write: Callable[[str], None], as_json: bool) -> None:
+        self.write, self.as_json = write, as_json
+        self.lock = threading.Lock()
+
+    def __call__(self, message: str, **fields: Any) -> None:
+        at = datetime.now(UTC)
+        if self.as_json:
+            line = json.dumps({"at": at.isoformat(), "message": message, **fields}, default=str, sort_keys=True)
+        else:
+            where = "".join(f" [{k} {v}]" for k, v in fields.items())
+            line = f"{at:%Y-%m-%d %H:%M:%S} UTC{where} {message}"
+        with self.lock:
+            self.write(line)
+
+
+class LeadershipLost(Exception):
+    pass
+
+
+class Beat(threading.Thread):
+    """The server's heartbeat, on its own thread: renew_overseer renews the overseer row and every lease it holds
+    in one call; the lock connection is asked whether the lock still holds."""
+
+    def __init__(self, server: Server) -> None:
+        super().__init__(name="etl-craft server heartbeat", daemon=True)
+        self.server = server
+        self.stopping = threading.Event()
+        self.renewed: set[int] | None = None  # the runs the last heartbeat renewed
+        self.lost: str | None = None
+
+    def run(self) -> None:
+        server = self.server
+        with acting_as(SERVER_ACTOR):
+            while not self.stopping.wait(server.settings.heartbeat_seconds):
+                if not server.lock.alive():
+                    self.lost = "its leader lock connection to the Engine DB was lost"
+                    server.wake()
+                    return
+                try:
+                    rows = call(server.db, "renew_overseer", overseer_id=server.overseer_id,
+                                owner_id=server.settings.owner_id, lease_seconds=server.settings.lease_seconds)
+                except StaleTransitionError as exc:
+                    self.lost = str(exc)
+                    server.wake()
+                    return
+                except EtlCraftError:
+                    continue  # the Engine DB is briefly unreachable: the next beat tries again
+                self.renewed = {int(r.id) for r in rows if r.kind == "run"}
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=self.server.settings.heartbeat_seconds + 5)
+
+
+class Server:
+    def __init__(self, db: EngineDB, settings: ServerSettings, run_settings: Callable[[str, int, int | None],
+                 RunSettings], policies: Callable[[int], Callable[[int], TaskPolicy]],
+                 reconcile: Callable[[], object], log: ServerLog) -> None:
+        self.db, self.settings, self.log = db, settings, log
+        self.run_settings, self.policies, self.reconcile = run_settings, policies, reconcile
+        self.drivers: dict[int, RunDriver] = {}
+        self.left: dict[int, float] = {}  # runs given up for now (paused, refused): not taken again before then
+        self.admit_after: dict[int, float] = {}  # QUEUED runs whose gate waits: not judged again before then
+        self.stopping = 0
+        self.lock: HeldLock
+        self.overseer_id = 0
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        os.set_blocking(self._wake_r, False)
+
+    # -- life ----------------------------------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Lead until told to stop; the exit code (0 stopped, 4 the lock was lost)."""
+        lock = try_hold(self.db, LEADER_LOCK)
+        if lock is None:
+            raise RefusedByPolicyError(self._active_message())
+        self.lock = lock
+        try:
+            return self._lead()
+        finally:
+            self.lock.release()
+
+    def _active_message(self) -> str:
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "overseer_open")
+        who = "another process"
+        if row is not None:
+            who = (f"overseer {row['overseer_id']} on {row['host']} (pid {row['pid']}, etl-craft {row['version']}, "
+                   f"since {_when(row['started_at'])}, last heartbeat {_when(row['heartbeat_at'])})")
+        return (f"a server is already active for this Engine DB: {who}; one server leads an Engine DB at a time. "
+                "Stop that one first (SIGTERM), or leave it running: it runs every pipeline's schedule")
+
+    def _lead(self) -> int:
+        registered = call(self.db, "register_overseer", owner_id=self.settings.owner_id, host=host(),
+                          pid=os.getpid(), version=__version__)[0]
+        self.overseer_id = int(registered.overseer_id)
+        if registered.closed:
+            self.log(f"closed the record of {registered.closed} server(s) that ended without stopping")
+        self.log(f"leading as overseer {self.overseer_id} (owner {self.settings.owner_id}, {self.settings.slots} "
+                 f"slots, lease {self.settings.lease_seconds} s)")
+        # Before any thread starts: the task processes' fork server is forked from this process.
+        self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
+                                          self.run_settings("", 0, None).log_dir)
+        self.scheduler = Scheduler(self.db, self.db.clock.now(), self.settings.timezone, self.settings.run_settings,
+                                   lambda message: self.log(message))
+        beat = Beat(self)
+        beat.start()
+        reason = "stopped"
+        try:
+            with self._signals(), acting_as(SERVER_ACTOR):
+                code = self._loop(beat)
+                reason = "stopped by a signal" if code == 0 else f"lost its leadership: {beat.lost}"
+                return code
+        finally:
+            beat.stop()
+            with contextlib.suppress(EtlCraftError):
+                call(self.db, "stop_overseer", overseer_id=self.overseer_id, reason=reason)
+            self.log(f"overseer {self.overseer_id} {reason}")
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            self.stopping += 1
+            self.wake()
+
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for signum, old in previous.items():
+                signal.signal(signum, old)
+
+    def wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"x")
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+
+    def _loop(self, beat: Beat) -> int:
+        outage: float | None = None
+        grace_until: float | None = None
+        last_reconcile = last_schedules = 0.0
+        while True:
+            now = time.monotonic()
+            if beat.lost:
+                self.log(f"stopping at once: {beat.lost}; the runs it owned go to the next server once their leases "
+                         "expire")
+                self._stop_all(f"the server lost its leadership ({beat.lost})")
+                return 4
+            if self.stopping:
+                if grace_until is None:
+                    grace_until = now + self.settings.shutdown_grace_seconds
+                    self.log(f"stopping: no run is started or dispatched any more; {len(self.supervisor.children)} "
+                             f"running task(s) get up to {self.settings.shutdown_grace_seconds:g} s to end")
+                if not self.supervisor.children or now >= grace_until or self.stopping > 1:
+                    self._stop_all("the etl-craft server supervising it was stopped")
+                    return 0
+            try:
+                if outage is not None:
+                    for driver in self.drivers.values():
+                        driver.release_orphans(self.supervisor)
+                    outage = None
+                if not self.stopping:
+                    self._lost_runs(beat)
+                    if now - last_reconcile >= self.settings.heartbeat_seconds:
+                        self.reconcile()
+                        last_reconcile = now
+                    if self.scheduler.due(self.db.clock.now()) or now - last_schedules >= SCHEDULE_REFRESH_SECONDS:
+                        self.scheduler.tick(self.db.clock.now())
+                        last_schedules = now
+                    self._admit()
+                    self._adopt()
+                    self._step_drivers()
+                self._wait()
+            except EngineUnreachableError as exc:
+                if outage is None:
+                    outage = now
+                    self.log(f"the Engine DB is unreachable ({exc}); trying again")
+                time.sleep(min(2.0, self.settings.heartbeat_seconds))
+
+    def _step_drivers(self) -> None:
+        now = time.monotonic()
+        for run_id, driver in list(self.drivers.items()):
+            if driver.wake_at > now:
+                continue
+            if driver.step(self.supervisor):
+                continue
+            driver.finish()
+            del self.drivers[run_id]
+            self.log(driver.outcome.message, run=run_id, pipeline=driver.settings.pipeline_code,
+                     status=driver.outcome.status)
+            self.left[run_id] = now + self.settings.heartbeat_seconds  # a run left IN-PROGRESS (paused, lease lost)
+            # is not taken again at once
+
+    def _wait(self) -> None:
+        now = time.monotonic()
+        wakes = [d.wake_at for d in self.drivers.values()] + [now + IDLE_SECONDS]
+        due = self.scheduler.next_tick()
+        if due is not None and not self.stopping:
+            wakes.append(now + (due - self.db.clock.now()).total_seconds())
+        timeout = max(0.0, min(wakes) - now)
+        for ended in self.supervisor.wait(timeout, wake=[self._wake_r]):
+            fault_point("child_reaped")
+            self._route(ended)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self._wake_r, 512):
+                pass
+
+    def _route(self, ended: Ended) -> None:
+        for driver in self.drivers.values():
+            if ended.attempt_id in driver.children:
+                driver.ended(ended)
+                return
+
+    def _lost_runs(self, beat: Beat) -> None:
+        """A run the last heartbeat did not renew is no longer this server's (taken over, released, ended by an
+        operator): its driver stops what it runs there and lets it go."""
+        renewed = beat.renewed
+        if renewed is None:
+            return
+        for run_id, driver in self.drivers.items():
+            if run_id not in renewed and driver.children:
+                with self.db.read() as conn:
+                    row = fetch_one(self.db, conn, "run_header", run_id=run_id)
+                if row is None or row["owner_id"] != self.settings.owner_id:
+                    driver.lost = f"run {run_id} is no longer owned by this server"
+
+    # -- admitting and taking over -------------------------------------------------------------------------------
+
+    def _admit(self) -> None:
+        now = time.monotonic()
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "admissible_runs")
+        for row in rows:
+            run_id = int(row["pipeline_run_id"])
+            if self.admit_after.get(run_id, 0.0) > now:
+                continue
+            try:
+                admitted = call(self.db, "admit_run", run_id=run_id, owner_id=self.settings.owner_id,
+                                lease_seconds=self.settings.lease_seconds,
+                                gate_wait_seconds=self.settings.gate_wait_seconds)[0]
+            except (StaleTransitionError, RefusedByPolicyError) as exc:
+                self.admit_after[run_id] = now + self.settings.heartbeat_seconds
+                self.log(f"run {run_id} ({row['run_key']}) not admitted: {exc}", run=run_id,
+                         pipeline=row["pipeline_code"])
+                continue
+            if admitted.status == "IN-PROGRESS":
+                self.admit_after.pop(run_id, None)
+                self.log(f"admitted run {run_id} ({row['run_key']})", run=run_id, pipeline=row["pipeline_code"])
+                self._drive(run_id, str(row["pipeline_code"]), row.get("max_parallel_tasks"))
+            elif admitted.next_check_at is not None:
+                left = (as_utc(admitted.next_check_at) - self.db.clock.now()).total_seconds()
+                self.admit_after[run_id] = now + max(left, 0.25)
+                self.log(f"run {run_id} ({row['run_key']}) waits: {admitted.reason}", run=run_id,
+                         pipeline=row["pipeline_code"])
+            else:
+                call(self.db, "finish_run", run_id=run_id, from_status="QUEUED", status="SKIPPED",
+                     message=admitted.reason)
+                self.log(f"run {run_id} ({row['run_key']}) SKIPPED: {admitted.reason}", run=run_id,
+                         pipeline=row["pipeline_code"])
+
+    def _adopt(self) -> None:
+        """Take over IN-PROGRESS runs nobody supervises."""
+        now = time.monotonic()
+        clock = self.db.clock.now()
+        with self.db.read() as conn:
+            rows = fetch_all(self.db, conn, "unowned_runs",
+                             now=clock if self.db.is_postgres else format_timestamp(clock))
+        for row in rows:
+            run_id = int(row["pipeline_run_id"])
+            if run_id in self.drivers or self.left.get(run_id, 0.0) > now:
+                continue
+            try:
+                call(self.db, "start_run", run_id=run_id, owner_id=self.settings.owner_id,
+                     lease_seconds=self.settings.lease_seconds)
+            except (StaleTransitionError, RefusedByPolicyError):
+                continue  # taken, or ended, meanwhile
+            before = row["owner_id"]
+            self.log(f"took over run {run_id} ({row['run_key']})" + (f" from {before}" if before else ""),
+                     run=run_id, pipeline=row["pipeline_code"])
+            self._drive(run_id, str(row["pipeline_code"]), row.get("max_parallel_tasks"))
+
+    def _drive(self, run_id: int, pipeline_code: str, slots: int | None) -> None:
+        settings = self.run_settings(pipeline_code, run_id, slots)
+
+        def on_event(message: str) -> None:
+            self.log(message, run=run_id, pipeline=pipeline_code)
+
+        driver = RunDriver(self.db, run_id, settings, self.policies(run_id), on_event, self.reconcile)
+        driver.requeue_lost()
+        self.drivers[run_id] = driver
+
+    def _stop_all(self, reason: str) -> None:
+        """Stop every task process (attempts recorded interrupted, queued again) and release every run."""
+        for driver in self.drivers.values():
+            with contextlib.suppress(EtlCraftError):
+                driver.stop(self.supervisor, reason)
+        for ended in self.supervisor.stop_all(reason):  # any child no driver knew of
+            self._route(ended)
+        self.drivers.clear()
+
+
+def _when(value: Any) -> str:
+    if value is None:
+        return "-"
+    return as_utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
+

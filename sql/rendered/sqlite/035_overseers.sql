@@ -1,0 +1,37 @@
+-- 035_overseers: the server's leadership record (AUD_OVERSEERS). The session lock a server holds decides who leads;
+-- these functions record it for people and for the CLI: who leads, since when, its last heartbeat, and how each
+-- server ended. The server's heartbeat renews the leases of every run and attempt it owns in the same call.
+
+-- @function register_overseer
+-- @args owner_id text, host text, pid int, version text
+-- @returns overseer_id bigint, closed int
+-- @purpose Record a server that has just taken the leader's session lock. Any other server still recorded as
+--   running cannot hold the lock any more (it was killed or lost its lock connection): its row is closed with
+--   STOPPED_AT now and a STOP_REASON naming the new leader. closed counts those rows. Call it only while holding the
+--   lock.
+-- @transition none (leadership record)
+-- @locks the open AUD_OVERSEERS rows
+-- @errors EC023 owner_id is already registered (each server start has a new owner id)
+-- @end register_overseer
+
+-- @function renew_overseer
+-- @args overseer_id bigint, owner_id text, lease_seconds int = 60
+-- @returns kind text, id bigint
+-- @purpose The server's heartbeat, one call: stamp its HEARTBEAT_AT, and extend to now + lease_seconds the lease
+--   of every IN-PROGRESS run and every CLAIMED or RUNNING attempt owner_id holds. Returns one row per run renewed
+--   (kind 'run'), so the server learns of any run it no longer owns (taken over, released or ended) by its absence.
+-- @transition none (ownership)
+-- @locks the overseer row, every run and live attempt of owner_id
+-- @errors EC021 no such overseer; EC020 the overseer is recorded as stopped (it must stop leading); EC023
+--   lease_seconds is below 1
+-- @end renew_overseer
+
+-- @function stop_overseer
+-- @args overseer_id bigint, reason text
+-- @returns overseer_id bigint, stopped_at timestamptz
+-- @purpose Record that a server stopped leading (it was told to stop, or lost its lock): STOPPED_AT now and the
+--   reason. A row already closed keeps its first ending.
+-- @transition none (leadership record)
+-- @locks the overseer row
+-- @errors EC021 no such overseer
+-- @end stop_overseer
