@@ -148,6 +148,11 @@ class Server:
 
     def serve(self) -> int:
         """Lead until told to stop; the exit code (0 stopped, 4 the lock was lost)."""
+        # The task processes' fork server first: forked from this process while it has one thread, and before the
+        # lock is taken, so that neither it nor a task process forked from it holds the lock's file or connection
+        # (a task process that outlives a killed server would otherwise keep its successor from leading).
+        self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
+                                          self.run_settings("", 0, None).log_dir)
         lock = try_hold(self.db, LEADER_LOCK)
         if lock is None:
             raise RefusedByPolicyError(self._active_message())
@@ -175,9 +180,6 @@ class Server:
             self.log(f"closed the record of {registered.closed} server(s) that ended without stopping")
         self.log(f"leading as overseer {self.overseer_id} (owner {self.settings.owner_id}, {self.settings.slots} "
                  f"slots, lease {self.settings.lease_seconds} s)")
-        # Before any thread starts: the task processes' fork server is forked from this process.
-        self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
-                                          self.run_settings("", 0, None).log_dir)
         self.scheduler = Scheduler(self.db, self.db.clock.now(), self.settings.timezone, self.settings.run_settings,
                                    lambda message: self.log(message))
         beat = Beat(self)
