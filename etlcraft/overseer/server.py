@@ -89,8 +89,45 @@ class ServerLog:
             self.write(line)
 
 
-class LeadershipLost(Exception):
-    pass
+class Listener:
+    """PostgreSQL: LISTEN etl_craft_events on a connection of its own, so that a run created, released, reopened or
+    cancelled elsewhere, or a pipeline resumed, wakes the loop at once (the functions NOTIFY when they commit).
+    Nothing depends on a notification arriving: the loop also looks every IDLE_SECONDS. A broken connection is
+    opened again at the next look."""
+
+    CHANNEL = "etl_craft_events"
+
+    def __init__(self, db: EngineDB) -> None:
+        self.db = db
+        self._raw: Any = None
+
+    def fileno(self) -> int | None:
+        if self._raw is None:
+            try:
+                raw = self.db.engine.raw_connection()
+                conn: Any = raw.driver_connection
+                conn.autocommit = True
+                conn.execute(f"LISTEN {self.CHANNEL}")
+            except Exception:
+                return None
+            self._raw = raw
+        return int(self._raw.driver_connection.fileno())
+
+    def drain(self) -> int:
+        """Read the notifications that arrived; how many."""
+        if self._raw is None:
+            return 0
+        try:
+            return sum(1 for _ in self._raw.driver_connection.notifies(timeout=0))
+        except Exception:
+            self.close()
+            return 0
+
+    def close(self) -> None:
+        if self._raw is not None:
+            with contextlib.suppress(Exception):
+                self._raw.invalidate()
+            self._raw = None
 
 
 class Beat(threading.Thread):
@@ -180,6 +217,7 @@ class Server:
             self.log(f"closed the record of {registered.closed} server(s) that ended without stopping")
         self.log(f"leading as overseer {self.overseer_id} (owner {self.settings.owner_id}, {self.settings.slots} "
                  f"slots, lease {self.settings.lease_seconds} s)")
+        self.listener = Listener(self.db) if self.db.is_postgres else None
         self.scheduler = Scheduler(self.db, self.db.clock.now(), self.settings.timezone, self.settings.run_settings,
                                    lambda message: self.log(message))
         beat = Beat(self)
@@ -192,6 +230,8 @@ class Server:
                 return code
         finally:
             beat.stop()
+            if self.listener is not None:
+                self.listener.close()
             with contextlib.suppress(EtlCraftError):
                 call(self.db, "stop_overseer", overseer_id=self.overseer_id, reason=reason)
             self.log(f"overseer {self.overseer_id} {reason}")
@@ -278,9 +318,15 @@ class Server:
         if due is not None and not self.stopping:
             wakes.append(now + (due - self.db.clock.now()).total_seconds())
         timeout = max(0.0, min(wakes) - now)
-        for ended in self.supervisor.wait(timeout, wake=[self._wake_r]):
+        wake = [self._wake_r]
+        listening = self.listener.fileno() if self.listener is not None else None
+        if listening is not None:
+            wake.append(listening)
+        for ended in self.supervisor.wait(timeout, wake=wake):
             fault_point("child_reaped")
             self._route(ended)
+        if self.listener is not None:
+            self.listener.drain()
         with contextlib.suppress(BlockingIOError, OSError):
             while os.read(self._wake_r, 512):
                 pass

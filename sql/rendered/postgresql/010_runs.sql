@@ -114,6 +114,7 @@ BEGIN
    WHERE d.PIPELINE_ID = p_pipeline_id AND d.ACTIVE_FLAG = 'Y' AND v_run_id IS NOT NULL
      AND p_status = 'IN-PROGRESS' AND p_bypass_reason IS NOT NULL
    ORDER BY d.PIPELINE_DEPENDENCY_ID;
+  PERFORM pg_notify('etl_craft_events', 'create_run:' || COALESCE(CAST(p_pipeline_id AS text), 'NULL'));
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.created::boolean
     FROM (
@@ -337,6 +338,7 @@ BEGIN
   UPDATE etl_craft.AUD_GATE_WAITS
      SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
    WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL;
+  PERFORM pg_notify('etl_craft_events', 'cancel_run:' || COALESCE(CAST(p_run_id AS text), 'NULL'));
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.live_attempts::bigint
     FROM (
@@ -409,6 +411,7 @@ BEGIN
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY, REQUESTED_BY_KIND, REQUESTED_AT)
   VALUES (p_run_id, 'REOPEN', v_status, 'IN-PROGRESS', p_reason, etl_craft._actor(), etl_craft._actor_kind(), v_now);
+  PERFORM pg_notify('etl_craft_events', 'reopen_run:' || COALESCE(CAST(p_run_id AS text), 'NULL'));
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.output_revision::integer, q.repair_pending::boolean
     FROM (

@@ -153,6 +153,7 @@ BEGIN
      SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
    WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'IN-PROGRESS' AND OWNER_ID = p_owner_id;
   GET DIAGNOSTICS v_rows = ROW_COUNT;
+  PERFORM pg_notify('etl_craft_events', 'release_run:' || COALESCE(CAST(p_run_id AS text), 'NULL'));
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.released::boolean
     FROM (

@@ -123,6 +123,7 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
   END IF;
+  PERFORM pg_notify('etl_craft_events', 'resume_pipeline:' || COALESCE(CAST(p_pipeline_id AS text), 'NULL'));
   RETURN QUERY
   SELECT q.pause_id::bigint, q.resumed_at::timestamptz
     FROM (

@@ -8,10 +8,12 @@ from datetime import timedelta
 
 import pytest
 
+from etlcraft.core.actor import acting_as
 from etlcraft.core.errors import StaleTransitionError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all
+from tests.py.conftest import TEST_ACTOR
 from tests.py.support.attempts import Attempts, as_utc
 
 
@@ -60,3 +62,19 @@ def test_a_server_recorded_stopped_is_refused_its_heartbeat(engine_db: EngineDB)
         call(engine_db, "renew_overseer", overseer_id=overseer.overseer_id, owner_id="srv")
     again = call(engine_db, "stop_overseer", overseer_id=overseer.overseer_id, reason="later")[0]
     assert again.stopped_at == stopped.stopped_at  # the first ending stands
+
+
+@pytest.mark.postgres
+def test_work_made_elsewhere_notifies_a_listening_server_when_it_commits(pg_url: str) -> None:
+    import psycopg
+
+    db = EngineDB(pg_url)
+    with acting_as(TEST_ACTOR), psycopg.connect(pg_url, autocommit=True) as listener:
+        attempts = Attempts(db)
+        pipeline_id = attempts.project.pipelines[attempts.pipeline()]
+        listener.execute("LISTEN etl_craft_events")
+        run_id = attempts.run(status="QUEUED")
+        call(db, "cancel_run", run_id=run_id, reason="test")
+        heard = [n.payload for n in listener.notifies(timeout=2, stop_after=2)]
+    db.dispose()
+    assert heard == [f"create_run:{pipeline_id}", f"cancel_run:{run_id}"]
