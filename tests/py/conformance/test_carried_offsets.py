@@ -1,20 +1,35 @@
 """carry_offset (sql/functions/076_carried_offsets.sql.j2), the same on SQLite and PostgreSQL: an Engine DB where
 nothing has run yet takes each task's last offset from another Engine DB once, naming where it came from; the
-task's next SUCCESS replaces it with its own. Every refusal changes nothing."""
+task's next SUCCESS replaces it with its own. Every refusal changes nothing. And engine copy (etlcraft.services.
+engine_copy), which calls it, keeps an offset's first source through copies and reports a long copy's progress."""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
+import sqlalchemy as sa
+
+from etlcraft.core.actor import acting_as
 from etlcraft.core.errors import NotFoundError, RefusedByPolicyError
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.functions import call
+from etlcraft.engine.functions import call, call_in
+from etlcraft.engine.migrations import migrate
 from etlcraft.engine.settings import engine_id
+from etlcraft.services.engine_copy import copy_engine
+from tests.py.conftest import TEST_ACTOR
 from tests.py.support.attempts import OWNER, T0, Attempts, later
 
 SOURCE = "5a" * 16
 OFFSETS = ("SELECT TASK_ID, OFFSET_TYPE, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID, SOURCE_ENGINE_ID, SOURCE_ATTEMPT_ID"
            " FROM {AUD_TASK_OFFSETS}")
+
+
+@pytest.fixture
+def acting() -> Iterator[None]:
+    with acting_as(TEST_ACTOR):
+        yield
 
 
 @pytest.fixture
@@ -67,3 +82,36 @@ def test_carry_offset__engine_db_that_has_run__refused__the_tasks_next_success_r
     call(att.db, "finish_attempt", attempt_id=ok.attempt_id, owner_id=OWNER, status="SUCCESS", offset_value="120",
          offset_type="INTEGER")
     assert att.project.rows(OFFSETS) == [(ingest, "INTEGER", "120", ok.task_run_id, ok.attempt_id, None, None)]
+
+
+@pytest.mark.usefixtures("acting")
+def test_engine_copy__copy_of_a_copy__keeps_the_first_source__reports_progress_every_100(tmp_path: Path) -> None:
+    """An offset carried twice still names the Engine DB and attempt that stored it; a long copy reports its
+    progress every PROGRESS_EVERY rows and at its end."""
+    project = tmp_path / "project"
+    (project / "migrations").mkdir(parents=True)
+    (project / "migrations" / "0001_many.sql").write_text(
+        "INSERT INTO CFG_PROJECTS (PROJECT_CODE) VALUES ('p');\n"
+        "INSERT INTO CFG_PIPELINES (PROJECT_ID, PIPELINE_CODE) SELECT PROJECT_ID, 'many' FROM CFG_PROJECTS;\n"
+        + "".join(f"INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, SCRIPT_FILE) SELECT PIPELINE_ID, "
+                  f"'t{n:03}', 'PYTHON', 't.py' FROM CFG_PIPELINES;\n" for n in range(250)))
+    source, target = (EngineDB(f"sqlite:///{tmp_path / name}") for name in ("source.db", "target.db"))
+    progress: list[tuple[str, int, int]] = []
+    try:
+        migrate(source, project_dir=project)
+        with source.write() as conn:
+            for task_id in range(1, 251):
+                call_in(source, conn, "carry_offset", task_id=task_id, offset_type="INTEGER",
+                        offset_value=str(task_id * 10), stored_at=T0, source_engine_id=SOURCE,
+                        source_attempt_id=task_id + 1000)
+        outcome = copy_engine(source, target, project, lambda *report: progress.append(report))
+        with target.read() as conn:
+            carried = conn.execute(sa.text("SELECT COUNT(*), MIN(SOURCE_ENGINE_ID), MAX(SOURCE_ENGINE_ID),"
+                                           " SUM(SOURCE_ATTEMPT_ID - TASK_ID) FROM AUD_TASK_OFFSETS")).one()
+    finally:
+        source.dispose()
+        target.dispose()
+    assert [(c.what, c.count) for c in outcome.carried] == [("offsets", 250), ("target hash versions", 0),
+                                                              ("pipeline pauses", 0)]
+    assert progress == [("offsets", 100, 250), ("offsets", 200, 250), ("offsets", 250, 250)]
+    assert tuple(carried) == (250, SOURCE, SOURCE, 250 * 1000)
