@@ -7,6 +7,7 @@ the configuration keys, the task parameters and the views.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -90,9 +91,20 @@ def exit_codes_page() -> str:
 
 
 def _command_section(name: str, command: click.Command, parent: click.Context) -> list[str]:
+    """The help of `etl-craft name`, then of each subcommand of a group (`etl-craft engine copy`)."""
     ctx = click.Context(command, info_name=name, parent=parent, terminal_width=100, max_content_width=100)
-    lines = [f"## etl-craft {name}", "", "```text", command.get_help(ctx).rstrip(), "```", ""]
+    title = " ".join(c.info_name or "" for c in [*reversed(list(_parents(parent))), ctx])
+    lines = [f"## {title}", "", "```text", command.get_help(ctx).rstrip(), "```", ""]
+    if isinstance(command, click.Group):
+        for sub in command.list_commands(ctx):
+            lines += _command_section(sub, command.commands[sub], ctx)
     return lines
+
+
+def _parents(ctx: click.Context | None) -> Iterator[click.Context]:
+    while ctx is not None:
+        yield ctx
+        ctx = ctx.parent
 
 
 def cli_page() -> str:

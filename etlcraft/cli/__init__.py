@@ -23,6 +23,7 @@ COMMANDS = {
     "audit": "etlcraft.cli.audit:command",
     "cancel": "etlcraft.cli.control:cancel",
     "doctor": "etlcraft.cli.doctor:command",
+    "engine": "etlcraft.cli.engine:group",
     "explain": "etlcraft.cli.explain:command",
     "grant": "etlcraft.cli.grant:command",
     "history": "etlcraft.cli.status:history",

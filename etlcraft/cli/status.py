@@ -78,6 +78,10 @@ def history(ctx: CliContext, pipeline_code: str, limit: int, output_format: str)
 @format_option
 @click.pass_obj
 def logs(ctx: CliContext, attempt_id: int, output_format: str) -> None:
-    """Print what an attempt's task process printed (its log file, or the tail kept in the Engine DB)."""
-    row, text = attempt_log(ctx.existing_engine_db(), attempt_id)
-    emit(output_format, document("attempt-log", 1, {"attempt": row, "log": text}), lambda: text.rstrip("\n"))
+    """Print what an attempt's task process printed (its log file, or the tail kept in the Engine DB). Log files
+    are kept under .etl-craft/logs/<Engine DB identity>/, so two Engine DBs of one project never share one."""
+    found = attempt_log(ctx.existing_engine_db(), attempt_id)
+    if found.note:
+        click.echo(f"note: {found.note}", err=True)
+    emit(output_format, document("attempt-log", 1, {"attempt": found.row, "log": found.text}),
+         lambda: found.text.rstrip("\n"))

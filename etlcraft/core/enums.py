@@ -259,6 +259,7 @@ class EngineSetting(StrEnum):
 
     TEST_MODE = "TEST_MODE"
     ROLE_PREFIX = "ROLE_PREFIX"
+    ENGINE_ID = "ENGINE_ID"
 
 
 #: Every enum above by the name state_machine.yaml gives it.

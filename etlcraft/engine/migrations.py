@@ -3,9 +3,10 @@
 Everything one call applies happens in one transaction under the migration lock (a transaction-level advisory
 lock on PostgreSQL, BEGIN IMMEDIATE on SQLite): versioned migrations that are pending, then the repeatable
 objects (functions, triggers and views) whose rendered text changed, or that create a view the Engine DB
-lacks, then (PostgreSQL) the privileges on them (PUBLIC executes no function; the roles of `etl-craft grant` get
-their grants again), then the project's pending metadata migrations. Only a transaction holding the migration lock
-may write SCHEMA_MIGRATIONS and the ENG_ reference tables.
+lacks (all of them when a versioned migration was applied), then (PostgreSQL) the privileges on them (PUBLIC
+executes no function; the roles of `etl-craft grant` get their grants again), then the project's pending metadata
+migrations. Only a transaction holding the migration lock may write SCHEMA_MIGRATIONS and the ENG_ reference
+tables.
 An applied migration whose file changed is refused: migrations are immutable once applied.
 """
 
@@ -167,8 +168,10 @@ def migrate(
         tables = owned_tables(db, conn)
         views = view_names(db, conn)
         for obj in repeatable_objects(db.dialect, db.schema, tables):
-            # A view a versioned migration dropped (to change a column the view reads) is created again here.
-            if ledger.get((ENGINE, obj.version)) != obj.checksum or not obj.views <= views:
+            # A view a versioned migration dropped (to change a column the view reads) is created again here, and
+            # after any versioned migration every object is: on SQLite a migration that makes a table again (to
+            # change a NOT NULL or a CHECK) drops the table's triggers with it, whatever the guards' text says.
+            if report.applied or ledger.get((ENGINE, obj.version)) != obj.checksum or not obj.views <= views:
                 db.execute_script(conn, obj.sql)
                 report.refreshed.append(obj)
         if db.is_postgres:

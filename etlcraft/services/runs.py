@@ -19,15 +19,24 @@ from typing import Any
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters
 from etlcraft.core.actor import SYSTEM, acting_as, current_actor
-from etlcraft.core.errors import AmbiguousError, NotFoundError, RefusedByPolicyError, UsageError, WaitingError
+from etlcraft.core.errors import (
+    AmbiguousError,
+    MigrationError,
+    NotFoundError,
+    RefusedByPolicyError,
+    UsageError,
+    WaitingError,
+)
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, is_alive, owner_id
 from etlcraft.engine.actions import masked
 from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.engine.settings import engine_id
 from etlcraft.overseer.driver import RunOutcome, RunSettings, TaskPolicy
 from etlcraft.overseer.local import RunLoop
+from etlcraft.paths import task_log_dir
 from etlcraft.supervisor.child import ChildRequest
 
 
@@ -202,21 +211,25 @@ def task_policies(db: EngineDB, run_id: int) -> Callable[[int], TaskPolicy]:
     return policy
 
 
-def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: int, me: str) -> RunSettings:
-    return run_settings(db, config, pipeline.code, run_id, pipeline.slots, me)
+def _settings(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, run_id: int, me: str,
+              identity: str) -> RunSettings:
+    """How the run is driven; its task logs go under the Engine DB's identity (read before anything was written,
+    so that an Engine DB without one refuses the command unchanged)."""
+    return run_settings(db, config, pipeline.code, run_id, pipeline.slots, me, identity)
 
 
 def run_settings(db: EngineDB, config: ProjectConfig, pipeline_code: str, run_id: int, slots: int | None,
-                 me: str) -> RunSettings:
+                 me: str, identity: str) -> RunSettings:
     """How the supervisor `me` drives run `run_id` of `pipeline_code`: its slots (the pipeline's
-    MAX_PARALLEL_TASKS, else Orchestration: Max_parallel_tasks), leases, log folder and task process template."""
+    MAX_PARALLEL_TASKS, else Orchestration: Max_parallel_tasks), leases, task log folder (under the Engine DB's
+    identity) and task process template."""
     orchestration = config.orchestration
     actor = current_actor()
     return RunSettings(
         pipeline_code=pipeline_code, owner_id=me, slots=slots or orchestration.max_parallel_tasks,
         lease_seconds=orchestration.lease_seconds,
         heartbeat_seconds=orchestration.heartbeat_seconds,
-        log_dir=config.project_dir / ".etl-craft" / "logs" / pipeline_code / str(run_id),
+        log_dir=task_log_dir(config.project_dir, identity, pipeline_code, run_id),
         gate_wait_seconds=orchestration.gate_wait_minutes * 60,
         child=ChildRequest(
             attempt_id=0, owner_id=me, project_dir=str(config.project_dir), engine_url=str(db.url.render_as_string(
@@ -234,6 +247,7 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
         return run_task(db, config, request, request.task, on_event)
     orchestration = config.orchestration
     pipeline = find_pipeline(db, request.pipeline_code)
+    identity = engine_id(db)
     lease = orchestration.lease_seconds
     reconcile(db, lease)
     run_date = request.run_date or datetime.now(orchestration.zone).date()
@@ -246,7 +260,7 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
                 pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     fault_point("run_created")
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
-    settings = _settings(db, config, pipeline, run_id, me)
+    settings = _settings(db, config, pipeline, run_id, me, identity)
     return RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                    lambda: reconcile(db, lease)).run()
 
@@ -269,6 +283,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
     if last < first:
         raise UsageError(f"--backfill {first}:{last} ends before it starts; give FROM:TO with FROM <= TO")
     pipeline = find_pipeline(db, request.pipeline_code)
+    identity = engine_id(db)
     lease = config.orchestration.lease_seconds
     dates = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     outcome = BackfillOutcome(pipeline.code, [], "", complete=False)
@@ -295,7 +310,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
         on_event(f"backfill {pipeline.code}: date {number} of {len(dates)} ({day}), run {run_id}")
         me = owner_id()
         call(db, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
-        settings = _settings(db, config, pipeline, run_id, me)
+        settings = _settings(db, config, pipeline, run_id, me, identity)
         ran = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                       lambda: reconcile(db, lease)).run()
         outcome.runs.append(ran)
@@ -387,6 +402,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
     nothing (B31). The run is finalized afterwards only when every task of it has settled (B25); otherwise it is
     released, IN-PROGRESS, for `etl-craft run --pipeline-code P` to finish."""
     pipeline = find_pipeline(db, request.pipeline_code)
+    identity = engine_id(db)
     require_task(db, pipeline, task.task_code)
     lease = config.orchestration.lease_seconds
     reconcile(db, lease)
@@ -427,7 +443,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
                 raise WaitingError(f"task {task.task_code} {where} waits: {queued.reason}; nothing was recorded")
             on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
     scope = frozenset({task_id} | (downstream_of(edges, task_id) if task.with_downstream else set()))
-    settings = _settings(db, config, pipeline, run_id, me)
+    settings = _settings(db, config, pipeline, run_id, me, identity)
     loop = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                    lambda: reconcile(db, lease), scope=scope)
     loop.task_codes[task_id] = task.task_code
@@ -502,16 +518,42 @@ def end_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> RunOutc
     return RunOutcome(run_id, ended.status, f"run {run_id} ended {ended.status}")
 
 
-def attempt_log(db: EngineDB, attempt_id: int) -> tuple[dict[str, Any], str]:
-    """An attempt's row and its log: the log file when it is still there, else the tail kept in TASK_LOG."""
+@dataclass(frozen=True)
+class AttemptLog:
+    row: dict[str, Any]  # the attempt (attempt_row)
+    text: str  # its log file, else the tail kept in TASK_LOG
+    note: str | None = None  # what the reader should know about where the text comes from
+
+
+def attempt_log(db: EngineDB, attempt_id: int) -> AttemptLog:
+    """An attempt's row and its log: the file its attempt recorded (LOG_PATH) when it is still there, else the tail
+    kept in TASK_LOG. A file of the layout before Engine DB identities (.etl-craft/logs/<pipeline>/<run>/, not
+    under this Engine DB's identity) is read where it is, with a note: another Engine DB of the project may have
+    appended an attempt of the same id to it."""
     with db.read() as conn:
         row = fetch_one(db, conn, "attempt_row", attempt_id=attempt_id)
+        identity = _identity_or_none(db, conn)
     if row is None:
         raise NotFoundError(f"attempt {attempt_id} does not exist; see etl-craft status --pipeline-code P")
     path = row.get("log_path")
-    if path and Path(path).is_file():
-        return row, Path(path).read_text(encoding="utf-8", errors="replace")
-    return row, row.get("task_log") or ""
+    if not path or not Path(path).is_file():
+        return AttemptLog(row, row.get("task_log") or "")
+    note = None
+    if identity is None or identity not in Path(path).parts:
+        note = (f"the log of attempt {attempt_id}, {path}, was written before etl-craft kept each Engine DB's logs "
+                "in a folder of its own: if another Engine DB of this project also ran an attempt "
+                f"{attempt_id} of run {row.get('pipeline_run_id')}, its lines were appended to this file too; this "
+                f"attempt's own last lines are kept in the Engine DB (etl-craft logs --attempt-id {attempt_id} "
+                "--format json, attempt.task_log)")
+    return AttemptLog(row, Path(path).read_text(encoding="utf-8", errors="replace"), note)
+
+
+def _identity_or_none(db: EngineDB, conn: Any) -> str | None:
+    """The Engine DB's identity, None for one migrated before it had one (its logs are all of the old layout)."""
+    try:
+        return engine_id(db, conn)
+    except MigrationError:
+        return None
 
 
 # --- JSON documents: the one serializer of each run operation (the CLI prints what these return) -------------------

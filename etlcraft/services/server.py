@@ -13,6 +13,7 @@ from etlcraft.core.process import owner_id
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.locks import try_hold
 from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.engine.settings import engine_id
 from etlcraft.overseer.driver import RunSettings, as_utc
 from etlcraft.overseer.schedules import read_schedules, run_date_of, tick_key
 from etlcraft.overseer.server import LEADER_LOCK, Server, ServerLog, ServerSettings
@@ -26,10 +27,11 @@ def serve(db: EngineDB, config: ProjectConfig, slots: int, log_as_json: bool, wr
     """Lead the Engine DB and run every pipeline on its schedule until stopped; the exit code."""
     orchestration = config.orchestration
     me = owner_id()
-    template = run_settings(db, config, "", 0, None, me)
+    identity = engine_id(db)  # task logs go under the Engine DB's identity; refused before anything is written
+    template = run_settings(db, config, "", 0, None, me, identity)
 
     def settings_for(pipeline_code: str, run_id: int, pipeline_slots: int | None) -> RunSettings:
-        return run_settings(db, config, pipeline_code, run_id, pipeline_slots, me)
+        return run_settings(db, config, pipeline_code, run_id, pipeline_slots, me, identity)
 
     settings = ServerSettings(
         owner_id=me, slots=slots, lease_seconds=orchestration.lease_seconds,

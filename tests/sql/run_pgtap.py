@@ -57,7 +57,8 @@ def main() -> int:
             for helpers in sorted(HERE.glob("helpers*.sql")):  # helpers.sql, then one file per function area
                 conn.execute(helpers.read_text(encoding="utf-8"))
             load_view_spec(conn)
-        files = sorted(str(p.relative_to(HERE)) for p in HERE.rglob("*.test.sql"))
+        # Suites named on the command line (relative to tests/sql), else all of them.
+        files = sys.argv[1:] or sorted(str(p.relative_to(HERE)) for p in HERE.rglob("*.test.sql"))
         if not files:
             print("tests/sql has no *.test.sql files", file=sys.stderr)
             return 1

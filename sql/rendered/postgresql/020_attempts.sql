@@ -317,8 +317,8 @@ $fn$;
 -- @purpose The owner records how its attempt ended, SUCCESS or FAILED, in one transaction: the attempt (status,
 --   ENDED_AT, exit code, counts, messages, RETRYABLE; the lease is cleared), the task-run summary (its status read
 --   through state_machine.yaml, END_DATE, the same counts, ERROR_MESSAGE and TASK_LOG), and, only when the status is
---   SUCCESS, the task's offset (AUD_TASK_OFFSETS, when offset_value is given; B6) and one AUD_DEPENDENCY_CONSUMPTION
---   row per SATISFIED task-dependency gate decision recorded for this attempt (its SELECTED_ upstream run, task run
+--   SUCCESS, the task's offset (AUD_TASK_OFFSETS, when offset_value is given, replacing one carried from another
+--   Engine DB by carry_offset; B6) and one AUD_DEPENDENCY_CONSUMPTION row per SATISFIED task-dependency gate decision recorded for this attempt (its SELECTED_ upstream run, task run
 --   and revision; a consumption already recorded is kept). A call from a process that no longer owns the attempt (a
 --   zombie: another owner, or the attempt ended or LOST) changes nothing at all (B8).
 -- @transition ATTEMPT CLAIMED or RUNNING -> SUCCESS or FAILED; TASK_RUN IN-PROGRESS -> SUCCESS or FAILED
@@ -428,7 +428,8 @@ BEGIN
      WHERE t.TASK_RUN_ID = v_task_run_id AND p_status = 'SUCCESS' AND p_offset_value IS NOT NULL
     ON CONFLICT (TASK_ID) DO UPDATE
        SET OFFSET_TYPE = excluded.OFFSET_TYPE, OFFSET_VALUE = excluded.OFFSET_VALUE, TASK_RUN_ID = excluded.TASK_RUN_ID,
-           ATTEMPT_ID = excluded.ATTEMPT_ID, STORED_AT = excluded.STORED_AT;
+           ATTEMPT_ID = excluded.ATTEMPT_ID, STORED_AT = excluded.STORED_AT,
+           SOURCE_ENGINE_ID = NULL, SOURCE_ATTEMPT_ID = NULL;
   END IF;
   IF p_status = 'FAILED' AND COALESCE(p_retryable, 'Y') <> 'N' THEN
     UPDATE etl_craft.AUD_TASK_RUN_LOG

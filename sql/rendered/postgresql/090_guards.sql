@@ -4,7 +4,8 @@
 --   * migrate-only writes (PostgreSQL): ENG_STATUSES, ENG_TRANSITIONS, ENG_ERROR_CODES and SCHEMA_MIGRATIONS are
 --     written only by etl-craft migrate, which holds the migration lock, so they never disagree with the triggers
 --     and functions rendered from the same files (EC001);
---   * append-only history: audit rows and ended attempts never change (EC002);
+--   * append-only history: audit rows and ended attempts never change (EC002), nor does the Engine DB's identity
+--     (ENG_SETTINGS ENGINE_ID, created once by migration 0014);
 --   * stamps: CREATED_BY/CREATED_DATE/UPDATED_BY/UPDATED_DATE of CFG_ rows hold the actor, never a hand-set
 --     value (EC003), and every CFG_ change is recorded in AUD_METADATA_CHANGES with before/after images;
 --   * actor columns (PostgreSQL): the *_BY and ACTOR columns of the other tables, with their *_KIND, are set to
@@ -682,6 +683,9 @@ CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR 
 CREATE OR REPLACE TRIGGER _200_stamp_actor
   BEFORE INSERT OR UPDATE OF SET_BY, SET_BY_KIND
   ON etl_craft.ENG_SETTINGS FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_eng_settings__stamp_actor();
+CREATE OR REPLACE TRIGGER _020_engine_id_is_final BEFORE UPDATE OR DELETE ON etl_craft.ENG_SETTINGS
+  FOR EACH ROW WHEN (OLD.SETTING = 'ENGINE_ID')
+  EXECUTE FUNCTION etl_craft.tg_append_only('SETTING', 'the Engine DB''s identity is created once (migration 0014) and never changes: the task logs of its attempts are kept under it; a database with another identity is another Engine DB (etl-craft engine copy makes one)');
 
 -- ENG_STATUSES
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.ENG_STATUSES

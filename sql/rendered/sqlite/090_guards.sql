@@ -4,7 +4,8 @@
 --   * migrate-only writes (PostgreSQL): ENG_STATUSES, ENG_TRANSITIONS, ENG_ERROR_CODES and SCHEMA_MIGRATIONS are
 --     written only by etl-craft migrate, which holds the migration lock, so they never disagree with the triggers
 --     and functions rendered from the same files (EC001);
---   * append-only history: audit rows and ended attempts never change (EC002);
+--   * append-only history: audit rows and ended attempts never change (EC002), nor does the Engine DB's identity
+--     (ENG_SETTINGS ENGINE_ID, created once by migration 0014);
 --   * stamps: CREATED_BY/CREATED_DATE/UPDATED_BY/UPDATED_DATE of CFG_ rows hold the actor, never a hand-set
 --     value (EC003), and every CFG_ change is recorded in AUD_METADATA_CHANGES with before/after images;
 --   * actor columns (PostgreSQL): the *_BY and ACTOR columns of the other tables, with their *_KIND, are set to
@@ -806,6 +807,29 @@ BEGIN
   SELECT etl_craft_note('DELETE of AUD_RUN_INTERVENTIONS INTERVENTION_ID=' || OLD.INTERVENTION_ID
     || ' refused: AUD_RUN_INTERVENTIONS is append-only: its rows record history and never change');
   SELECT RAISE(ABORT, 'EC002: AUD_RUN_INTERVENTIONS is append-only: its rows record history and never change');
+END;
+
+-- ENG_SETTINGS: the Engine DB's identity (ENGINE_ID) is final, and an insert never replaces it
+DROP TRIGGER IF EXISTS _020_eng_settings__engine_id_is_final_update;
+CREATE TRIGGER _020_eng_settings__engine_id_is_final_update BEFORE UPDATE ON ENG_SETTINGS
+WHEN OLD.SETTING = 'ENGINE_ID'
+BEGIN
+  SELECT etl_craft_note('UPDATE of ENG_SETTINGS SETTING=ENGINE_ID refused: the Engine DB''s identity is created once (migration 0014) and never changes: the task logs of its attempts are kept under it; a database with another identity is another Engine DB (etl-craft engine copy makes one)');
+  SELECT RAISE(ABORT, 'EC002: ENG_SETTINGS: the Engine DB''s identity never changes');
+END;
+DROP TRIGGER IF EXISTS _020_eng_settings__engine_id_is_final_delete;
+CREATE TRIGGER _020_eng_settings__engine_id_is_final_delete BEFORE DELETE ON ENG_SETTINGS
+WHEN OLD.SETTING = 'ENGINE_ID'
+BEGIN
+  SELECT etl_craft_note('DELETE of ENG_SETTINGS SETTING=ENGINE_ID refused: the Engine DB''s identity is created once (migration 0014) and never changes: the task logs of its attempts are kept under it; a database with another identity is another Engine DB (etl-craft engine copy makes one)');
+  SELECT RAISE(ABORT, 'EC002: ENG_SETTINGS: the Engine DB''s identity never changes');
+END;
+DROP TRIGGER IF EXISTS _015_eng_settings__no_replace;
+CREATE TRIGGER _015_eng_settings__no_replace BEFORE INSERT ON ENG_SETTINGS
+WHEN NEW.SETTING = 'ENGINE_ID' AND EXISTS (SELECT 1 FROM ENG_SETTINGS WHERE SETTING = 'ENGINE_ID')
+BEGIN
+  SELECT etl_craft_note('INSERT into ENG_SETTINGS refused: the row SETTING=ENGINE_ID exists, and an insert never replaces a row; the Engine DB''s identity is created once (migration 0014) and never changes: the task logs of its attempts are kept under it; a database with another identity is another Engine DB (etl-craft engine copy makes one)');
+  SELECT RAISE(ABORT, 'EC002: ENG_SETTINGS: the Engine DB''s identity never changes');
 END;
 
 -- AUD_ACTIONS: an insert never replaces a row

@@ -60,7 +60,7 @@ SETUP = ("migrate", "run")  # printed while the shared project is built
 NEW_PROJECT = ("init", "init-db")
 POSTGRES_ONLY = ("grant",)  # checked on a PostgreSQL Engine DB, below
 STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --finalize-only", "reopen", "mark",
-                  "pause", "resume", "cancel", "run --backfill")
+                  "pause", "resume", "cancel", "run --backfill", "engine copy")
 FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY}
 
 
@@ -195,6 +195,7 @@ def test_state_changing_command_documents(tmp_path: Path) -> None:
         ("resume", ("resume", *flow, "--reason", "upgrade done")),
         ("cancel", ("cancel", *run_1, "--reason", "not today")),
         ("run --backfill", ("run", *flow, "--backfill", "2026-03-01:2026-03-01", "--reason", "history")),
+        ("engine copy", ("engine", "copy", "--to", f"sqlite:///{tmp_path / 'moved.db'}")),
     ]
     printed = {}
     for form, arguments in steps:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -11,11 +12,12 @@ import sqlalchemy as sa
 import etlcraft.engine.migrations as migrations
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.enums import ActorKind
-from etlcraft.core.errors import EngineDbError, MigrationError
+from etlcraft.core.errors import AppendOnlyError, EngineDbError, MigrationError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.migrations import engine_migrations, migrate, repeatable_objects
 from etlcraft.engine.render import MIGRATE_LOCK_KEY
+from etlcraft.engine.settings import set_test_mode
 from tests.py.support.catalog import snapshot
 
 ACTOR = Actor("tester@pytest", ActorKind.HUMAN)
@@ -31,7 +33,15 @@ def empty_db(request: pytest.FixtureRequest, tmp_path: Path) -> EngineDB:
 
 @pytest.fixture
 def second_empty_db(empty_db: EngineDB, request: pytest.FixtureRequest, tmp_path: Path) -> EngineDB:
-    url = f"sqlite:///{tmp_path / 'other.db'}" if not empty_db.is_postgres else request.getfixturevalue("empty_pg_url")
+    """Another empty database of empty_db's dialect (on PostgreSQL a database of its own: the empty_pg_url fixture
+    would hand back empty_db's)."""
+    if empty_db.is_postgres:
+        server = request.getfixturevalue("pg_server")
+        name = server.create()
+        request.addfinalizer(lambda: server.drop(name))
+        url = server.url_for(name)
+    else:
+        url = f"sqlite:///{tmp_path / 'other.db'}"
     db = EngineDB(url)
     request.addfinalizer(db.dispose)
     return db
@@ -371,3 +381,72 @@ def test_0011_upgrade__the_attempt_lease_index_is_gone__a_heartbeat_writes_no_in
     assert [(row.kind, row.id) for row in renewed] == [("attempt", 1)]
     if empty_db.is_postgres:
         assert hot == 1
+
+
+def _identity(db: EngineDB) -> str | None:
+    with db.read() as conn:
+        return conn.execute(sa.text(
+            f"SELECT VALUE FROM {db.qualify('ENG_SETTINGS')} WHERE SETTING = 'ENGINE_ID'")).scalar()
+
+
+def test_0014_upgrade__identity_created_once__offsets_and_settings_kept(
+        empty_db: EngineDB, second_empty_db: EngineDB) -> None:
+    """A database of the release before 0014, with an offset (and on PostgreSQL a setting): the upgrade keeps them
+    (SQLite makes both tables again), gives the database an identity of 32 hex digits, and a later migrate keeps it;
+    another Engine DB gets another identity. The offset still names its task run and attempt."""
+    q = empty_db.qualify
+    with acting_as(ACTOR):
+        migrate(empty_db, up_to="0013")
+        with empty_db.write() as conn:
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE) VALUES ('p')"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PIPELINES')} (PROJECT_ID, PIPELINE_CODE) VALUES (1, 'pl')"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_TASKS')} (PIPELINE_ID, TASK_CODE, HANDLER, SCRIPT_FILE)"
+                                 " VALUES (1, 'ingest', 'PYTHON', 'ingest.py')"))
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_PIPELINES_RUN_LOG')} (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS,"
+                " QUEUED_AT, STARTED_BY, STARTED_BY_KIND) VALUES (1, 'manual:1', 'MANUAL', '2026-01-01', 'QUEUED',"
+                " '2026-01-01 00:00:00+00', 't', 'HUMAN')"))
+            conn.execute(sa.text(f"INSERT INTO {q('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS)"
+                                 " VALUES (1, 1, 'IN-PROGRESS')"))
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_TASK_ATTEMPTS')} (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, QUEUED_AT, REQUESTED_BY,"
+                " REQUESTED_BY_KIND) VALUES (1, 1, 'QUEUED', '2026-01-01 00:00:00+00', 't', 'HUMAN')"))
+            conn.execute(sa.text(
+                f"INSERT INTO {q('AUD_TASK_OFFSETS')} (TASK_ID, OFFSET_TYPE, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID,"
+                " STORED_AT) VALUES (1, 'INTEGER', '80', 1, 1, '2026-01-01 00:00:00+00')"))
+        if empty_db.is_postgres:
+            set_test_mode(empty_db)
+        assert _identity(empty_db) is None
+        report = migrate(empty_db)
+        first = _identity(empty_db)
+        again = migrate(empty_db)
+        migrate(second_empty_db)
+    assert [m.version for m in report.applied] == ["0014"] and not again.changed_anything
+    assert first is not None and re.fullmatch(r"[0-9a-f]{32}", first)
+    assert _identity(empty_db) == first
+    assert _identity(second_empty_db) not in (None, first)
+    with empty_db.read() as conn:
+        offset = conn.execute(sa.text(
+            f"SELECT TASK_ID, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID, SOURCE_ENGINE_ID FROM {q('AUD_TASK_OFFSETS')}"))
+        settings = conn.execute(sa.text(f"SELECT SETTING FROM {q('ENG_SETTINGS')} ORDER BY SETTING")).scalars()
+        assert [tuple(r) for r in offset] == [(1, "80", 1, 1, None)]
+        assert list(settings) == (["ENGINE_ID", "TEST_MODE"] if empty_db.is_postgres else ["ENGINE_ID"])
+
+
+def test_0014_engine_id__never_changes__refused_with_ec002(engine_db: EngineDB) -> None:
+    """The identity is final: an UPDATE, a DELETE or (SQLite) an INSERT OR REPLACE of its row is refused, even from
+    etl-craft, naming the row and why."""
+    q = engine_db.qualify
+    statements = [f"UPDATE {q('ENG_SETTINGS')} SET VALUE = '{'0' * 32}' WHERE SETTING = 'ENGINE_ID'",
+                  f"DELETE FROM {q('ENG_SETTINGS')} WHERE SETTING = 'ENGINE_ID'"]
+    if not engine_db.is_postgres:
+        statements.append(f"INSERT OR REPLACE INTO ENG_SETTINGS (SETTING, VALUE, SET_AT, SET_BY, SET_BY_KIND) "
+                          f"VALUES ('ENGINE_ID', '{'0' * 32}', 'now', 't', 'HUMAN')")
+    before = _identity(engine_db)
+    for statement in statements:
+        with pytest.raises(AppendOnlyError, match=r"SETTING=ENGINE_ID (exists, and an insert never "
+                                                  r"replaces a row; the|refused: the) Engine DB's identity is "
+                                                  r"created once \(migration 0014\) and never changes"):
+            with engine_db.write() as conn:
+                conn.execute(sa.text(statement))
+    assert _identity(engine_db) == before

@@ -16,7 +16,7 @@ import pytest
 
 from tests.py.support.cli import etl_craft, start_etl_craft
 from tests.py.support.private_pg import PrivateCluster, private_cluster
-from tests.py.support.project import Task, release, wait_for, write_project
+from tests.py.support.project import Task, release, run_logs, wait_for, write_project
 
 pytestmark = pytest.mark.process
 
@@ -62,7 +62,7 @@ def test_b27_an_engine_db_outage_shorter_than_the_lease_does_not_abort_the_run_o
     assert document["run"]["status"] == "SUCCESS", (document, log.read_text())
     assert {t["task_code"]: (t["status"], t["attempts"]) for t in document["tasks"]} == {
         code: ("SUCCESS", 1) for code in ("load_a", "load_b", "load_c", "join_ab", "join_bc", "report")}
-    rode_out = [p.name for p in (project / ".etl-craft" / "logs" / "flow" / "1").glob("load_*.log")
+    rode_out = [p.name for p in run_logs(project, "flow", 1).glob("load_*.log")
                 if "finish_attempt: cannot reach the Engine DB" in p.read_text()]
     assert len(rode_out) == 3, "each load finished while the Engine DB was down and recorded its outcome once back"
     assert _executions(project) == {code: 1 for code in ("load_a", "load_b", "load_c", "join_ab", "join_bc",

@@ -168,7 +168,7 @@ def verdicts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 def _fired_in_task_processes(case: Case) -> list[int]:
     """The attempts whose task process reached the point (the line fault_point writes to the attempt's log)."""
     fired = f"fault point {case.point} fired in process"
-    logs = (case.project / ".etl-craft" / "logs" / PIPELINE).glob("*/*.log")
+    logs = (case.project / ".etl-craft" / "logs").glob(f"*/{PIPELINE}/*/*.log")  # <Engine DB>/<pipeline>/<run>/
     return sorted(int(log.name.split(".")[-2]) for log in logs if fired in log.read_text(errors="replace"))
 
 

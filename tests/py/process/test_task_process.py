@@ -26,7 +26,7 @@ from etlcraft.supervisor.child import ChildRequest
 from tests.py.support.attempts import OWNER, Attempts
 from tests.py.support.cli import descendants, descendants_alive, etl_craft, start_etl_craft
 from tests.py.support.engine_state import attempt, attempts, engine_db, inconsistencies, offsets, runs, snapshot
-from tests.py.support.project import MARK, Task, wait_for, write_project
+from tests.py.support.project import MARK, Task, run_logs, wait_for, write_project
 
 LEASE_SECONDS = 5
 
@@ -209,7 +209,7 @@ def _mark(project: Path, task: str, attempt_id: int) -> list[str]:
 
 
 def _log(project: Path, run_id: int, task: str, attempt_id: int) -> Path:
-    return project / ".etl-craft" / "logs" / "flow" / str(run_id) / f"{task}.{attempt_id}.log"
+    return run_logs(project, "flow", run_id) / f"{task}.{attempt_id}.log"
 
 
 # ---------------------------------------------------------------------------------------------------- B8
@@ -362,10 +362,11 @@ def test_b2_a_task_process_that_cannot_open_its_log_records_its_attempt_failed_w
 @pytest.mark.process
 def test_b2_a_log_folder_that_cannot_be_created_fails_the_run_before_any_attempt_is_claimed(tmp_path: Path) -> None:
     project = _project(tmp_path, None, [Task("work", script="stop.py")])
+    folder = run_logs(project, "flow", 1)
     (project / ".etl-craft" / "logs").write_text("a file where the log folders go")
     done = etl_craft("run", "--pipeline-code", "flow", cwd=project)
     assert done.code == 1
-    assert done.err.startswith(f"error: the task log folder {project / '.etl-craft' / 'logs' / 'flow' / '1'} "
+    assert done.err.startswith(f"error: the task log folder {folder} "
                                "cannot be created (NotADirectoryError: ")
     assert "no task was started" in done.err
     with engine_db(project) as db:

@@ -9,6 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from etlcraft.config.loader import load_config
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.settings import engine_id
+from etlcraft.paths import task_log_dir
+
 #: The top of every test task script: mark(path, text) writes a mark whole (beside marks/, then renamed into it), so a
 #: test that sees marks/<task>.<attempt>.start can read the pid it holds.
 MARK = '''
@@ -121,3 +126,14 @@ def wait_for(condition: Any, timeout: float = 30.0, what: str = "condition") -> 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.05)
+
+
+def run_logs(project: Path, pipeline: str, run_id: int) -> Path:
+    """The folder of the task logs of run `run_id` of `pipeline`: under the identity of the project's Engine DB
+    (.etl-craft/logs/<identity>/<pipeline>/<run>/)."""
+    engine = load_config(project).engine
+    db = EngineDB(engine.url, schema=engine.schema or "etl_craft")
+    try:
+        return task_log_dir(project, engine_id(db), pipeline, run_id)
+    finally:
+        db.dispose()

@@ -1,9 +1,9 @@
 -- Proves every named CHECK rule of the engine migrations (0001_engine_schema, 0004_target_hash_version,
--- 0005_gate_waits, 0007_business_rules, 0013_roles) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
+-- 0005_gate_waits, 0007_business_rules, 0013_roles, 0014_engine_identity) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(209);
+SELECT plan(212);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
@@ -22,6 +22,7 @@ INSERT INTO expected_checks VALUES
   ('eng_statuses', 'is_terminal_is_y_or_n'),
   ('eng_settings', 'setting_is_valid'), ('eng_settings', 'set_by_kind_is_valid'),
   ('eng_settings', 'test_mode_is_y_or_n'), ('eng_settings', 'role_prefix_is_a_name'),
+  ('eng_settings', 'engine_id_is_an_id'),
   ('cfg_projects', 'code_is_identifier'), ('cfg_projects', 'max_running_tasks_is_positive'),
   ('cfg_projects', 'active_flag_is_y_or_n'),
   ('cfg_pools', 'pool_name_is_identifier'), ('cfg_pools', 'active_flag_is_y_or_n'),
@@ -59,7 +60,8 @@ INSERT INTO expected_checks VALUES
   ('aud_actions', 'actor_kind_is_valid'), ('aud_actions', 'outcome_is_valid'),
   ('aud_metadata_changes', 'actor_kind_is_valid'), ('aud_metadata_changes', 'operation_is_valid'),
   ('aud_metadata_changes', 'images_match_operation'),
-  ('aud_task_offsets', 'offset_type_is_valid'),
+  ('aud_task_offsets', 'offset_type_is_valid'), ('aud_task_offsets', 'offset_has_one_origin'),
+  ('aud_task_offsets', 'source_engine_id_is_an_id'),
   ('aud_target_hash_version', 'recomputed_by_kind_is_valid'),
   ('aud_gate_waits', 'looks_is_positive'), ('aud_gate_waits', 'outcome_is_valid'),
   ('aud_gate_waits', 'open_wait_has_a_next_look'),
@@ -72,7 +74,7 @@ SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 84 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 87 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -99,6 +101,9 @@ INSERT INTO violations VALUES
   ('eng_settings', 'role_prefix_is_a_name', 'ROLE_PREFIX of 55 characters (its roles would not fit in a name)',
    $$INSERT INTO etl_craft.eng_settings (setting, value, set_at) VALUES ('ROLE_PREFIX', repeat('a', 55), now())
      ON CONFLICT (setting) DO UPDATE SET value = excluded.value$$),
+  ('eng_settings', 'engine_id_is_an_id', 'ENGINE_ID = ../../tmp (the final-row guard off)',
+   $$SET LOCAL session_replication_role = replica;
+     UPDATE etl_craft.eng_settings SET value = '../../tmp' WHERE setting = 'ENGINE_ID'$$),
   ('eng_settings', 'set_by_kind_is_valid', 'SET_BY_KIND = ROBOT (stamping off)',
    $$SET LOCAL session_replication_role = replica;
      INSERT INTO etl_craft.eng_settings (setting, value, set_at, set_by, set_by_kind)
@@ -298,6 +303,11 @@ INSERT INTO violations VALUES
      VALUES (now(), 'pgtap', 'HUMAN', 'CFG_POOLS', 'POOL_ID=1', 'UPDATE', NULL, '{}')$$),
   ('aud_task_offsets', 'offset_type_is_valid', 'OFFSET_TYPE = FLOAT',
    $$UPDATE etl_craft.aud_task_offsets SET offset_type = 'FLOAT'$$),
+  ('aud_task_offsets', 'offset_has_one_origin', 'an offset of a local attempt that also names a source',
+   $$UPDATE etl_craft.aud_task_offsets SET source_engine_id = repeat('a', 32), source_attempt_id = 7$$),
+  ('aud_task_offsets', 'source_engine_id_is_an_id', 'a carried offset whose source is not 32 hex digits',
+   $$UPDATE etl_craft.aud_task_offsets
+        SET task_run_id = NULL, attempt_id = NULL, source_engine_id = 'sqlite-laptop', source_attempt_id = 7$$),
   ('aud_target_hash_version', 'recomputed_by_kind_is_valid', 'RECOMPUTED_BY_KIND = ROBOT',
    $$SET LOCAL session_replication_role = replica;
      INSERT INTO etl_craft.aud_target_hash_version
@@ -362,7 +372,7 @@ INSERT INTO violations VALUES
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',
   'every CHECK constraint of the migration has a violation case');
 
--- 92: each violation is refused with 23514 by the rule it breaks.
+-- 95: each violation is refused with 23514 by the rule it breaks.
 SELECT throws_ok(stmt, '23514', format('new row for relation "%s" violates check constraint "%s"', tbl, con),
   format('%s %s refuses %s (23514)', upper(tbl), con, what))
   FROM violations ORDER BY tbl, con, what;

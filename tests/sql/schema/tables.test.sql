@@ -1,6 +1,6 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
 -- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
--- 0012_retries_in_the_engine, 0013_roles) create: exactly its 26 tables, each with its full column list, column types and
+-- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity) create: exactly its 26 tables, each with its full column list, column types and
 -- NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
 SELECT plan(159);
@@ -267,9 +267,11 @@ INSERT INTO expected_columns VALUES
   ('aud_task_offsets', 1, 'task_id', 'bigint', true),
   ('aud_task_offsets', 2, 'offset_type', 'character varying(16)', true),
   ('aud_task_offsets', 3, 'offset_value', 'text', true),
-  ('aud_task_offsets', 4, 'task_run_id', 'bigint', true),
-  ('aud_task_offsets', 5, 'attempt_id', 'bigint', true),
+  ('aud_task_offsets', 4, 'task_run_id', 'bigint', false),
+  ('aud_task_offsets', 5, 'attempt_id', 'bigint', false),
   ('aud_task_offsets', 6, 'stored_at', 'timestamp with time zone', true),
+  ('aud_task_offsets', 7, 'source_engine_id', 'character varying(32)', false),
+  ('aud_task_offsets', 8, 'source_attempt_id', 'bigint', false),
   ('aud_target_hash_version', 1, 'target_object', 'character varying(256)', true),
   ('aud_target_hash_version', 2, 'hash_version', 'integer', true),
   ('aud_target_hash_version', 3, 'recomputed_at', 'timestamp with time zone', true),

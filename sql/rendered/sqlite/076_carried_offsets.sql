@@ -1,0 +1,18 @@
+-- 076_carried_offsets: the offsets etl-craft engine copy carries from one Engine DB into a new one, so that the
+-- first ingestion attempt in the new database goes on from where the old one stopped. A carried offset names the
+-- Engine DB and the attempt that stored it (migration 0014); the task's next SUCCESS replaces it with its own.
+
+-- @function carry_offset
+-- @args task_id bigint, offset_type text, offset_value text, stored_at timestamptz, source_engine_id text, source_attempt_id bigint
+-- @returns task_id bigint, offset_type text, offset_value text, stored_at timestamptz
+-- @purpose Give task task_id the offset that attempt source_attempt_id of another Engine DB (ENG_SETTINGS ENGINE_ID
+--   source_engine_id) stored at stored_at, as that database's last offset of the same task: etl-craft engine copy
+--   calls it for each task, so the task's next attempt here goes on from there. Only an Engine DB where nothing has run
+--   yet takes one (an offset stored here is newer than any other database's), and each task takes one only once. The
+--   row keeps stored_at and names its source instead of a task run and attempt of this database; the task's next
+--   SUCCESS replaces it (finish_attempt).
+-- @transition none (writes the task's AUD_TASK_OFFSETS row)
+-- @locks the task's AUD_TASK_OFFSETS row
+-- @errors EC021 no such task; EC023 this Engine DB has runs, the task has an offset already, the source is this
+--   Engine DB itself or not an Engine DB identity, or offset_type is not an offset type
+-- @end carry_offset
