@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(137);
+SELECT plan(142);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -109,7 +109,10 @@ INSERT INTO writes VALUES
              (SELECT min(attempt_id) FROM etl_craft.aud_task_attempts), now())$$),
   ('AUD_TARGET_HASH_VERSION', $$INSERT INTO etl_craft.aud_target_hash_version
        (target_object, hash_version, recomputed_at, recomputed_by, recomputed_by_kind)
-     VALUES ('main.customers', 2, now(), 'pgtap', 'HUMAN')$$);
+     VALUES ('main.customers', 2, now(), 'pgtap', 'HUMAN')$$),
+  ('AUD_OVERSEERS', $$INSERT INTO etl_craft.aud_overseers
+       (owner_id, host, pid, version, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), 'pgtap', 'HUMAN')$$);
 
 -- The refusal each table gives, as 090_guards words it: the operation, the table, then a remedy.
 CREATE TEMP VIEW refusals AS
@@ -136,7 +139,7 @@ SELECT set_eq('SELECT tbl FROM writes', 'SELECT * FROM etl_test.owned_tables()',
 
 SELECT etl_test.unmark();
 
--- 104: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
+-- 108: without the marker, every operation on every owned table is refused with EC001 and a message naming it.
 SELECT etl_test.refused(stmt, 'EC001', pattern,
   format('%s on %s without the marker is refused (EC001, the message names the operation and the table)', op, tbl))
   FROM refusals;
@@ -147,7 +150,7 @@ SELECT etl_test.refused($$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('k
   'INSERT on CFG_POOLS refused: CFG_POOLS is written only by etl-craft; _%',
   'a transaction with etl_craft.actor_kind set but no etl_craft.actor is refused (EC001)');
 
--- 26: with the marker, the same INSERTs succeed (those on SCHEMA_MIGRATIONS and the ENG_ reference tables in a
+-- 27: with the marker, the same INSERTs succeed (those on SCHEMA_MIGRATIONS and the ENG_ reference tables in a
 -- transaction that holds etl-craft migrate's lock, as only migrate writes them: migrate_only.test.sql).
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();

@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(212);
+SELECT plan(215);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
@@ -67,14 +67,15 @@ INSERT INTO expected_checks VALUES
   ('aud_gate_waits', 'open_wait_has_a_next_look'),
   ('cfg_business_rules', 'rule_code_is_identifier'), ('cfg_business_rules', 'rule_type_is_valid'),
   ('cfg_business_rules', 'key_column_is_identifier'), ('cfg_business_rules', 'active_flag_is_y_or_n'),
-  ('aud_business_rule_flags', 'active_flag_is_y_or_n'), ('aud_business_rule_flags', 'open_flag_has_no_end');
+  ('aud_business_rule_flags', 'active_flag_is_y_or_n'), ('aud_business_rule_flags', 'open_flag_has_no_end'),
+  ('aud_overseers', 'started_by_kind_is_valid'), ('aud_overseers', 'stopped_has_a_reason');
 
 -- 1 + 24: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 87 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 89 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -366,7 +367,15 @@ INSERT INTO violations VALUES
   ('aud_business_rule_flags', 'open_flag_has_no_end', 'a closed flag (N) without CLEARED_BY_ATTEMPT_ID',
    $$INSERT INTO etl_craft.aud_business_rule_flags (business_rule_id, business_rule_key, active_flag, start_date,
        end_date, pipeline_run_id, task_run_id, attempt_id)
-     SELECT business_rule_id, '42', 'N', now(), now(), pipeline_run_id, task_run_id, attempt_id FROM flag_of$$);
+     SELECT business_rule_id, '42', 'N', now(), now(), pipeline_run_id, task_run_id, attempt_id FROM flag_of$$),
+  ('aud_overseers', 'started_by_kind_is_valid', 'STARTED_BY_KIND = ROBOT',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_overseers (owner_id, host, pid, version, started_at, heartbeat_at, started_by,
+       started_by_kind) VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), 'pgtap', 'ROBOT')$$),
+  ('aud_overseers', 'stopped_has_a_reason', 'STOPPED_AT without STOP_REASON',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_overseers (owner_id, host, pid, version, started_at, heartbeat_at, stopped_at,
+       started_by, started_by_kind) VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), now(), 'pgtap', 'HUMAN')$$);
 
 -- 1: every CHECK constraint has at least one violation below (so none is left untried).
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',

@@ -5,7 +5,7 @@
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(179);
+SELECT plan(186);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -60,7 +60,9 @@ INSERT INTO expected_indexes VALUES
    '((active_flag)::text = ''Y''::text)'),
   ('aud_business_rule_flags', 'ux_rule_flags_active', ARRAY['business_rule_id', 'business_rule_key'], true,
    '((active_flag)::text = ''Y''::text)'),
-  ('aud_business_rule_flags', 'ix_rule_flags_task_run', ARRAY['task_run_id'], false, NULL);
+  ('aud_business_rule_flags', 'ix_rule_flags_task_run', ARRAY['task_run_id'], false, NULL),
+  ('aud_overseers', 'ux_overseers_owner', ARRAY['owner_id'], true, NULL),
+  ('aud_overseers', 'ix_overseers_open', ARRAY['started_at'], false, '(stopped_at IS NULL)');
 
 -- 1: these are all the indexes besides the primary keys, and exactly the ux_ ones are unique.
 SELECT set_eq(
@@ -69,24 +71,24 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 34 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 36 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 34: each index on its table, with its columns in order.
+-- 36: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
 
--- 18: the unique ones are unique.
+-- 19: the unique ones are unique.
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
--- 31: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- 33: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
 -- reads ix_attempts_live_owner and ix_runs_lease, the claim reads ix_attempts_queue).
 SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 34: the partial ones have their WHERE clause, the others have none.
+-- 36: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,

@@ -3,7 +3,7 @@
 -- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity) create: exactly its 26 tables, each with its full column list, column types and
 -- NOT NULL rules, identity keys, primary key and every foreign key (and no others).
 BEGIN;
-SELECT plan(159);
+SELECT plan(164);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -309,7 +309,18 @@ INSERT INTO expected_columns VALUES
   ('aud_business_rule_flags', 7, 'pipeline_run_id', 'bigint', true),
   ('aud_business_rule_flags', 8, 'task_run_id', 'bigint', true),
   ('aud_business_rule_flags', 9, 'attempt_id', 'bigint', true),
-  ('aud_business_rule_flags', 10, 'cleared_by_attempt_id', 'bigint', false);
+  ('aud_business_rule_flags', 10, 'cleared_by_attempt_id', 'bigint', false),
+  ('aud_overseers', 1, 'overseer_id', 'bigint', true),
+  ('aud_overseers', 2, 'owner_id', 'character varying(256)', true),
+  ('aud_overseers', 3, 'host', 'character varying(256)', true),
+  ('aud_overseers', 4, 'pid', 'integer', true),
+  ('aud_overseers', 5, 'version', 'character varying(64)', true),
+  ('aud_overseers', 6, 'started_at', 'timestamp with time zone', true),
+  ('aud_overseers', 7, 'heartbeat_at', 'timestamp with time zone', true),
+  ('aud_overseers', 8, 'stopped_at', 'timestamp with time zone', false),
+  ('aud_overseers', 9, 'stop_reason', 'text', false),
+  ('aud_overseers', 10, 'started_by', 'character varying(128)', true),
+  ('aud_overseers', 11, 'started_by_kind', 'character varying(16)', true);
 
 SELECT tables_are('etl_craft', ARRAY[
   'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings',
@@ -317,8 +328,9 @@ SELECT tables_are('etl_craft', ARRAY[
   'cfg_task_parameters', 'cfg_pipeline_dependency', 'cfg_task_dependency', 'aud_pipelines_run_log',
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
-  'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags'
-]::name[], 'etl_craft holds exactly the 26 Engine DB tables of the migrations, no more and no fewer');
+  'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags',
+  'aud_overseers'
+]::name[], 'etl_craft holds exactly the 27 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -360,7 +372,8 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('aud_task_offsets'::name, ARRAY['task_id']::name[]),
     ('aud_gate_waits'::name, ARRAY['gate_wait_id']::name[]),
     ('cfg_business_rules'::name, ARRAY['business_rule_id']::name[]),
-    ('aud_business_rule_flags'::name, ARRAY['flag_id']::name[])
+    ('aud_business_rule_flags'::name, ARRAY['flag_id']::name[]),
+    ('aud_overseers'::name, ARRAY['overseer_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -377,7 +390,7 @@ SELECT set_eq(
            ('aud_run_interventions'::name, 'intervention_id'::name), ('aud_pipeline_pauses'::name, 'pause_id'::name),
            ('aud_actions'::name, 'action_id'::name), ('aud_metadata_changes'::name, 'change_id'::name),
            ('aud_gate_waits'::name, 'gate_wait_id'::name), ('cfg_business_rules'::name, 'business_rule_id'::name),
-           ('aud_business_rule_flags'::name, 'flag_id'::name)$$,
+           ('aud_business_rule_flags'::name, 'flag_id'::name), ('aud_overseers'::name, 'overseer_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).
@@ -443,7 +456,7 @@ SELECT set_eq(
   'etl_craft has exactly the 44 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
-                     'aud_target_hash_version']::name[]) tbl;
+                     'aud_target_hash_version', 'aud_overseers']::name[]) tbl;
 
 SELECT * FROM finish();
 ROLLBACK;
