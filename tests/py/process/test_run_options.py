@@ -79,6 +79,24 @@ def test_rerun_with_downstream__runs_the_skipped_dependents_and_ends_the_run(tmp
     assert _tasks(project, 1) == {"audit": ("SUCCESS", 1), "load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
 
 
+def test_a_skipped_task_that_later_succeeds__status_and_explain_no_longer_show_the_skip_reason(
+        tmp_path: Path) -> None:
+    project = _failed_run(tmp_path, None)
+    reason = "load ended FAILED; its SUCCESS dependency can never be met"
+    before = etl_craft("status", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
+    assert before.code == 0 and reason in before.out, before.out
+    done = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--rerun", "load", "--with-downstream",
+                     "--reason", "load fixed", cwd=project)
+    assert done.code == 0, done.err
+    shown = etl_craft("status", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
+    [report] = [line for line in shown.out.splitlines() if line.strip().startswith("report ")]
+    assert "SUCCESS" in report and reason not in shown.out, shown.out
+    [line] = [t for t in _status(project, 1)["tasks"] if t["task_code"] == "report"]  # type: ignore[union-attr]
+    assert (line["status"], line["note"]) == ("SUCCESS", "")
+    explained = etl_craft("explain", "--pipeline-code", "flow", "--run-id", "1", "--task-code", "report", cwd=project)
+    assert explained.code == 0 and reason not in explained.out, explained.out
+
+
 def test_b31_a_refused_rerun_changes_nothing(tmp_path: Path) -> None:
     project = _failed_run(tmp_path, None)
     before = _status(project, 1)
