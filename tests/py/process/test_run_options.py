@@ -136,6 +136,26 @@ def test_task_code__unmet_dependencies_wait_and_record_nothing__ignore_dependenc
     assert _run_status(project, run_id) == "SUCCESS", "the last task command ended the settled run"
 
 
+def test_an_external_orchestrators_run__keyed_orchestrator_id__is_recorded_orchestrator_and_runs_task_by_task(
+        tmp_path: Path) -> None:
+    """The orchestrator's steps (docs/guides/running-pipelines.md) on a run keyed orchestrator:<its run id>: the
+    run is recorded with trigger kind ORCHESTRATOR (MANUAL for any other key), and its tasks run to its end."""
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report"), Task("audit")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    key = ("--run-key", "orchestrator:manual__2026-03-14T06:00:00+00:00")
+    init = etl_craft("run", "--pipeline-code", "flow", *key, "--init-only", "--format", "json", cwd=project)
+    assert init.code == 0, init.err
+    for task in ("load", "report", "audit"):
+        ran = etl_craft("run", "--pipeline-code", "flow", *key, "--task-code", task, cwd=project)
+        assert ran.code == 0, ran.err
+    shown = etl_craft("status", "--pipeline-code", "flow", *key, "--format", "json", cwd=project)
+    run = json.loads(shown.out)["run"]
+    assert (run["trigger_kind"], run["status"]) == ("ORCHESTRATOR", "SUCCESS")
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "ops-1", cwd=project).code == 0
+    assert json.loads(etl_craft("status", "--pipeline-code", "flow", "--run-key", "ops-1", "--format", "json",
+                                cwd=project).out)["run"]["trigger_kind"] == "MANUAL"
+
+
 def test_force__reruns_a_succeeded_task_in_an_ended_run_and_ends_the_run_again(tmp_path: Path) -> None:
     project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
     assert etl_craft("migrate", cwd=project).code == 0
