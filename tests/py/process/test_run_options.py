@@ -298,6 +298,25 @@ def test_pause_mid_run__running_tasks_finish__no_new_task_starts__the_run_resume
     assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
 
 
+def test_run_on_a_paused_pipeline__refused_exit_24__nothing_written(tmp_path: Path) -> None:
+    """docs/adr/0004: a run, a task command or --init-only asked for while the pipeline is paused starts nothing,
+    writes nothing, says who paused it and how to resume, and exits 24 (not 0, as the seed had it)."""
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("pause", "--pipeline-code", "flow", "--reason", "warehouse upgrade", cwd=project).code == 0
+    audit = etl_craft("audit", "--format", "json", cwd=project).out
+    for extra in ((), ("--run-key", "k1", "--task-code", "load"), ("--run-key", "k2", "--init-only")):
+        refused = etl_craft("run", "--pipeline-code", "flow", *extra, cwd=project)
+        assert refused.code == 24, (extra, refused.out, refused.err)
+        assert refused.err.startswith("error: pipeline flow is paused since "), refused.err
+        assert refused.err.rstrip().endswith("by tester@cli; a paused pipeline starts no run: resume it with "
+                                             "etl-craft resume --pipeline-code flow"), refused.err
+    history = etl_craft("history", "--pipeline-code", "flow", "--format", "json", cwd=project)
+    assert json.loads(history.out)["runs"] == [], "no run was created"
+    assert etl_craft("audit", "--format", "json", cwd=project).out == audit, "no action was recorded"
+    assert not (project / "marks").exists(), "no task started"
+
+
 def test_skip__an_operator_skip_stands__the_run_goes_on_without_the_task__each_command_is_recorded_once(
         tmp_path: Path) -> None:
     import sqlite3
