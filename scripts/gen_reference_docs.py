@@ -87,6 +87,18 @@ def exit_codes_page() -> str:
     ]
     for spec in sorted(error_specs().values(), key=lambda s: s.exit):
         lines.append(f"| {spec.exit} | {spec.name} | {spec.code or ''} | {spec.summary} |")
+    lines += [
+        "",
+        "## Cases worth knowing",
+        "",
+        "- `etl-craft run` on a paused pipeline starts nothing and exits 24 (REFUSED_BY_POLICY), not 0, so that a",
+        "  script or scheduler that calls it does not take a paused pipeline for one that ran; so do a task command",
+        "  and `--init-only`. A pipeline paused while `run` drives one of its runs leaves that run unfinished: 25",
+        "  (INCOMPLETE). Why: [ADR 0004](../adr/0004-run-on-a-paused-pipeline-exits-24.md).",
+        "- A SQLite Engine DB whose folder cannot be created or written (a regular file where a folder of",
+        "  `Engine: path` should be, a folder this user may not write) stops every command with exit 4 and one",
+        "  line naming the path, the reason and the remedy.",
+    ]
     return "\n".join(lines) + "\n"
 
 

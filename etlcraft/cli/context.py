@@ -9,6 +9,7 @@ from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
 from etlcraft.core.errors import EngineDbError
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
+from etlcraft.engine.sqlite_file import create_folder, open_problem
 
 
 @dataclass
@@ -44,7 +45,7 @@ class CliContext:
                 config = self.config()
                 engine = config.engine
                 if engine.path is not None:
-                    engine.path.parent.mkdir(parents=True, exist_ok=True)
+                    create_folder(engine.path)
                 self._db = EngineDB(
                     engine.url, schema=engine.schema or DEFAULT_SCHEMA, password=config.secret_value(engine)
                 )
@@ -54,7 +55,8 @@ class CliContext:
         """The Engine DB for a read-only command: a SQLite file that does not exist yet is not created."""
         path = self.sqlite_path()
         if path is not None and not path.exists():
-            raise EngineDbError(f"the Engine DB file {path} does not exist yet; run etl-craft migrate")
+            raise EngineDbError(open_problem(path, folder_is_created=True)
+                                or f"the Engine DB file {path} does not exist yet; run etl-craft migrate")
         return self.engine_db()
 
     def sqlite_path(self) -> Path | None:

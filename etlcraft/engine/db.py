@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import sqlalchemy as sa
@@ -32,6 +33,7 @@ from etlcraft.core.errors import (
     class_for_code,
 )
 from etlcraft.core.stops import holding_stops
+from etlcraft.engine.sqlite_file import open_problem
 
 if TYPE_CHECKING:
     import psycopg
@@ -331,6 +333,10 @@ class EngineDB:
         cls = class_for_code(code) if code else None
         if cls is not None:
             return cls(message)
+        if self.dialect == "sqlite" and _is_connect_error(orig) and self.url.database not in (None, "", ":memory:"):
+            problem = open_problem(Path(self.url.database))
+            if problem is not None:  # no outage to ride out: the file cannot be where it is named
+                return EngineDbError(problem)
         if (isinstance(exc, DBAPIError) and exc.connection_invalidated) or _is_connect_error(orig):
             return EngineUnreachableError(
                 f"cannot reach the Engine DB at {self.display_url}: {message.strip()}; check Engine in "

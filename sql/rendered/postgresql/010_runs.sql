@@ -1,9 +1,11 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = NULL, status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
+--   Its TRIGGER_KIND is trigger_kind, else (NULL) read from the key: ORCHESTRATOR for a key orchestrator:<id> (the run
+--   an external orchestrator names by its own run id), MANUAL for any other.
 --   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
 --   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
 --   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for
@@ -32,7 +34,7 @@ CREATE FUNCTION etl_craft.create_run(
   p_pipeline_id bigint,
   p_run_key text,
   p_run_date date,
-  p_trigger_kind text DEFAULT 'MANUAL',
+  p_trigger_kind text DEFAULT NULL,
   p_status text DEFAULT 'IN-PROGRESS',
   p_reason text DEFAULT NULL,
   p_config_sha256 text DEFAULT NULL,
@@ -91,7 +93,11 @@ BEGIN
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
      STARTED_BY_KIND, REASON, DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF)
-  VALUES (p_pipeline_id, p_run_key, p_trigger_kind, p_run_date,
+  VALUES (p_pipeline_id, p_run_key,
+          COALESCE(p_trigger_kind,
+                   CASE WHEN substr(p_run_key, 1, 13) = 'orchestrator:' THEN 'ORCHESTRATOR'
+                        ELSE 'MANUAL' END),
+          p_run_date,
           p_status, v_now, CASE WHEN p_status = 'IN-PROGRESS' THEN v_now END,
           p_config_sha256, etl_craft._actor(), etl_craft._actor_kind(), p_reason,
           p_retries, p_retry_delay_seconds, p_retry_backoff)

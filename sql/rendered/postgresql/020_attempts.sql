@@ -316,9 +316,11 @@ $fn$;
 -- @returns attempt_id bigint, task_run_id bigint, status text, task_run_status text, attempt_count int
 -- @purpose The owner records how its attempt ended, SUCCESS or FAILED, in one transaction: the attempt (status,
 --   ENDED_AT, exit code, counts, messages, RETRYABLE; the lease is cleared), the task-run summary (its status read
---   through state_machine.yaml, END_DATE, the same counts, ERROR_MESSAGE and TASK_LOG), and, only when the status is
---   SUCCESS, the task's offset (AUD_TASK_OFFSETS, when offset_value is given, replacing one carried from another
---   Engine DB by carry_offset; B6) and one AUD_DEPENDENCY_CONSUMPTION row per SATISFIED task-dependency gate decision recorded for this attempt (its SELECTED_ upstream run, task run
+--   through state_machine.yaml, END_DATE, the same counts, ERROR_MESSAGE and TASK_LOG; a SUCCESS clears its MESSAGE,
+--   a note from an earlier outcome or a requeue that no longer describes it), and, only when the status is SUCCESS,
+--   the task's offset (AUD_TASK_OFFSETS, when offset_value is given, replacing one carried from another Engine DB by
+--   carry_offset; B6) and one AUD_DEPENDENCY_CONSUMPTION row per SATISFIED task-dependency gate decision recorded for
+--   this attempt (its SELECTED_ upstream run, task run
 --   and revision; a consumption already recorded is kept). A call from a process that no longer owns the attempt (a
 --   zombie: another owner, or the attempt ended or LOST) changes nothing at all (B8).
 -- @transition ATTEMPT CLAIMED or RUNNING -> SUCCESS or FAILED; TASK_RUN IN-PROGRESS -> SUCCESS or FAILED
@@ -418,6 +420,7 @@ BEGIN
          ROWS_WRITTEN = p_rows_written,
          TARGET_COUNT = p_target_count,
          ERROR_MESSAGE = p_error_message, TASK_LOG = p_task_log,
+         MESSAGE = CASE WHEN p_status = 'SUCCESS' THEN NULL ELSE MESSAGE END,
          ATTEMPT_COUNT = CASE WHEN ATTEMPT_COUNT < v_attempt_number THEN v_attempt_number ELSE ATTEMPT_COUNT END
    WHERE TASK_RUN_ID = v_task_run_id
   RETURNING STATUS, ATTEMPT_COUNT INTO v_task_run_status, v_attempt_count;

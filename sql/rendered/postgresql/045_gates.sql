@@ -243,14 +243,16 @@ $fn$;
 --   on tasks of other pipelines are judged like admit_run's (pipeline edges are admit_run's) and recorded in
 --   AUD_GATE_DECISIONS (TASK_DEPENDENCY_ID set). When none is UNSATISFIED: the task run is created IN-PROGRESS or
 --   moved back to IN-PROGRESS (a FAILED, SKIPPED or CANCELLED one; a SUCCESS one only with rerun), ATTEMPT_COUNT + 1,
---   and the attempt is inserted QUEUED with ATTEMPT_NUMBER = ATTEMPT_COUNT, NOT_BEFORE, POOL (the task's POOL
---   parameter, else the project's DEFAULT_POOL), SLOT_KIND (ingestion for PYTHON tasks, else warehouse), PRIORITY
---   (the pipeline's) and REQUESTED_BY the actor; the decisions name the attempt. When a dependency is unmet nothing
---   is queued: outcome UNSATISFIED, the decisions have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and
---   reason lists the unmet dependencies. With gate_wait_seconds > 0 an unmet task gate that may still be met waits
---   as admit_run's pipeline gate does: outcome WAITING, the wait kept in AUD_GATE_WAITS with its next look
---   (next_check_at; ready_tasks leaves the task out until then), nothing queued and no decision recorded.
---   bypass_reason records every dependency BYPASSED. A task is queued once (B1): a live attempt refuses the call.
+--   with MESSAGE cleared (a skip's, cancel's or mark's note described the outcome it leaves) and, when it never had an
+--   attempt, START_DATE too (its first attempt's start sets it); the attempt is inserted QUEUED with ATTEMPT_NUMBER =
+--   ATTEMPT_COUNT, NOT_BEFORE, POOL (the task's POOL parameter, else the project's DEFAULT_POOL), SLOT_KIND
+--   (ingestion for PYTHON tasks, else warehouse), PRIORITY (the pipeline's) and REQUESTED_BY the actor; the
+--   decisions name the attempt. When a dependency is unmet nothing is queued: outcome UNSATISFIED, the decisions
+--   have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and reason lists the unmet dependencies. With
+--   gate_wait_seconds > 0 an unmet task gate that may still be met waits as admit_run's pipeline gate does: outcome
+--   WAITING, the wait kept in AUD_GATE_WAITS with its next look (next_check_at; ready_tasks leaves the task out until
+--   then), nothing queued and no decision recorded. bypass_reason records every dependency BYPASSED. A task is queued
+--   once (B1): a live attempt refuses the call.
 -- @transition TASK_RUN (none), FAILED, SKIPPED, CANCELLED or SUCCESS (rerun) -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
 -- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), so callers queuing tasks of one run take turns; the unique
 --   index ux_attempt_live backs it. SQLite: the database (BEGIN IMMEDIATE)
@@ -466,9 +468,12 @@ BEGIN
   INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT)
   SELECT p_run_id, p_task_id, 'IN-PROGRESS', 0
    WHERE v_unmet = 0 AND v_existing_task_run_id IS NULL;
-  -- Compare-and-set on the status read above: a new task run is IN-PROGRESS with no attempt yet.
+  -- Compare-and-set on the status read above: a new task run is IN-PROGRESS with no attempt yet. The note of the
+  -- outcome it leaves (a skip's reason, a cancel's, a mark's) no longer describes it, and a task run that never had an
+  -- attempt (skipped or marked) has not started yet: START_DATE is set by its first attempt's start.
   UPDATE etl_craft.AUD_TASK_RUN_LOG
-     SET STATUS = 'IN-PROGRESS', ATTEMPT_COUNT = ATTEMPT_COUNT + 1, END_DATE = NULL
+     SET STATUS = 'IN-PROGRESS', ATTEMPT_COUNT = ATTEMPT_COUNT + 1, END_DATE = NULL, MESSAGE = NULL,
+         START_DATE = CASE WHEN ATTEMPT_COUNT = 0 THEN NULL ELSE START_DATE END
    WHERE PIPELINE_RUN_ID = p_run_id AND TASK_ID = p_task_id AND v_unmet = 0
      AND STATUS = COALESCE(v_task_run_status, 'IN-PROGRESS')
   RETURNING TASK_RUN_ID, ATTEMPT_COUNT INTO v_queued_task_run_id, v_attempt_number;

@@ -168,7 +168,7 @@ COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.DUPLICATE_COUNT IS 'Duplicate source
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.ROWS_WRITTEN IS 'Rows the task wrote in all (what a HAS_DATA dependency tests).';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.TARGET_COUNT IS 'Rows in the target after the task.';
 COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.ERROR_MESSAGE IS 'The error its latest failed attempt ended with.';
-COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.MESSAGE IS 'A readable summary, for example why the task was skipped or cancelled.';
+COMMENT ON COLUMN etl_craft.AUD_V_TASK_RUNS.MESSAGE IS 'A readable note on its current outcome, for example why the task was skipped or cancelled; cleared when the task is queued again or succeeds.';
 
 DO $drop$
 DECLARE

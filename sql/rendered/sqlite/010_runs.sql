@@ -1,9 +1,11 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = 'MANUAL', status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = NULL, status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
 -- @returns pipeline_run_id bigint, status text, created bool
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
+--   Its TRIGGER_KIND is trigger_kind, else (NULL) read from the key: ORCHESTRATOR for a key orchestrator:<id> (the run
+--   an external orchestrator names by its own run id), MANUAL for any other.
 --   Two callers creating one key at once get one run (the unique key ux_run_key decides). A pipeline has at most one
 --   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
 --   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for

@@ -35,14 +35,16 @@
 --   on tasks of other pipelines are judged like admit_run's (pipeline edges are admit_run's) and recorded in
 --   AUD_GATE_DECISIONS (TASK_DEPENDENCY_ID set). When none is UNSATISFIED: the task run is created IN-PROGRESS or
 --   moved back to IN-PROGRESS (a FAILED, SKIPPED or CANCELLED one; a SUCCESS one only with rerun), ATTEMPT_COUNT + 1,
---   and the attempt is inserted QUEUED with ATTEMPT_NUMBER = ATTEMPT_COUNT, NOT_BEFORE, POOL (the task's POOL
---   parameter, else the project's DEFAULT_POOL), SLOT_KIND (ingestion for PYTHON tasks, else warehouse), PRIORITY
---   (the pipeline's) and REQUESTED_BY the actor; the decisions name the attempt. When a dependency is unmet nothing
---   is queued: outcome UNSATISFIED, the decisions have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and
---   reason lists the unmet dependencies. With gate_wait_seconds > 0 an unmet task gate that may still be met waits
---   as admit_run's pipeline gate does: outcome WAITING, the wait kept in AUD_GATE_WAITS with its next look
---   (next_check_at; ready_tasks leaves the task out until then), nothing queued and no decision recorded.
---   bypass_reason records every dependency BYPASSED. A task is queued once (B1): a live attempt refuses the call.
+--   with MESSAGE cleared (a skip's, cancel's or mark's note described the outcome it leaves) and, when it never had an
+--   attempt, START_DATE too (its first attempt's start sets it); the attempt is inserted QUEUED with ATTEMPT_NUMBER =
+--   ATTEMPT_COUNT, NOT_BEFORE, POOL (the task's POOL parameter, else the project's DEFAULT_POOL), SLOT_KIND
+--   (ingestion for PYTHON tasks, else warehouse), PRIORITY (the pipeline's) and REQUESTED_BY the actor; the
+--   decisions name the attempt. When a dependency is unmet nothing is queued: outcome UNSATISFIED, the decisions
+--   have ATTEMPT_ID NULL (TASK_RUN_ID of an existing task run) and reason lists the unmet dependencies. With
+--   gate_wait_seconds > 0 an unmet task gate that may still be met waits as admit_run's pipeline gate does: outcome
+--   WAITING, the wait kept in AUD_GATE_WAITS with its next look (next_check_at; ready_tasks leaves the task out until
+--   then), nothing queued and no decision recorded. bypass_reason records every dependency BYPASSED. A task is queued
+--   once (B1): a live attempt refuses the call.
 -- @transition TASK_RUN (none), FAILED, SKIPPED, CANCELLED or SUCCESS (rerun) -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
 -- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), so callers queuing tasks of one run take turns; the unique
 --   index ux_attempt_live backs it. SQLite: the database (BEGIN IMMEDIATE)

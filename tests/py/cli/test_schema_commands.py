@@ -11,6 +11,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from etlcraft.core.errors import error_specs
 from etlcraft.engine.db import EngineDB
 from tests.py.support.cli import etl_craft
 
@@ -137,6 +138,44 @@ def test_an_invalid_actor_is_refused_naming_the_variable(project: Path, value: s
     assert done.code == 3
     assert message in done.err
     assert not (project / ".etl-craft" / "engine.db").exists(), "nothing is written for a refused actor"
+
+
+@pytest.mark.parametrize("command", [("init-db",), ("migrate",), ("list",), ("doctor",),
+                                     ("run", "--pipeline-code", "shop_ingest")])
+def test_an_engine_db_folder_under_a_file__one_line_naming_the_path_why_and_the_remedy__exit_4(
+        project: Path, command: tuple[str, ...]) -> None:
+    """Engine: path names a file whose folder cannot be created: a regular file stands where a folder of its path
+    should be (as root, a read-only folder would not stop the tests)."""
+    blocker = project / "not-a-folder"
+    blocker.write_text("a file where the Engine DB's folder should be\n")
+    config = project / "craft-connector.yml"
+    config.write_text(config.read_text().replace("path: .etl-craft/engine.db", "path: not-a-folder/db/engine.db"))
+    done = etl_craft(*command, cwd=project)
+    assert done.code == error_specs()["ENGINE_DB"].exit, done.out + done.err
+    verb = "create" if command[0] in ("init-db", "migrate", "doctor", "run") else "open"
+    assert done.err == (f"error: cannot {verb} the SQLite Engine DB {blocker / 'db' / 'engine.db'}: {blocker} is a "
+                        f"file, not a folder, so the folder {blocker / 'db'} cannot be created under it; set Engine: "
+                        "path in craft-connector.yml (or the --engine-url option) to a file in a folder, or move "
+                        f"{blocker} out of the way\n")
+    assert blocker.read_text() == "a file where the Engine DB's folder should be\n"
+
+
+@pytest.mark.parametrize(("where", "why"), [
+    ("not-a-folder/engine.db", "{blocker} is a file, not a folder; "),
+    ("no-such-folder/engine.db", "its folder {folder} does not exist; create it, or "),
+])
+def test_an_engine_url_whose_sqlite_folder_cannot_hold_it__one_line_naming_it__exit_4(
+        tmp_path: Path, where: str, why: str) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x\n")
+    path = tmp_path / where
+    for command in ("init-db", "migrate"):
+        done = etl_craft("--engine-url", f"sqlite:///{path}", command, cwd=tmp_path)
+        assert done.code == error_specs()["ENGINE_DB"].exit, done.err
+        assert done.err.startswith(f"error: cannot open the SQLite Engine DB {path}: "
+                                   + why.format(blocker=blocker, folder=path.parent)), done.err
+        assert done.err.count("\n") == 1 and "server" not in done.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-folder"], "nothing was created"
 
 
 def test_without_a_project_or_url_the_error_says_what_to_do(tmp_path: Path) -> None:

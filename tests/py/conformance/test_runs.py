@@ -30,6 +30,23 @@ def test_create_run_creates_once_per_key(project: Project) -> None:
 
 
 
+@pytest.mark.parametrize(("key", "given", "recorded"), [
+    ("orchestrator:manual__2026-01-01T06:00:00+00:00", None, "ORCHESTRATOR"),
+    ("manual:a", None, "MANUAL"),
+    ("my-key", None, "MANUAL"),
+    ("Orchestrator:x", None, "MANUAL"),
+    ("orchestrator:x", "MANUAL", "MANUAL"),
+    ("backfill:2026-01-01:1", "BACKFILL", "BACKFILL"),
+])
+def test_create_run__without_a_trigger_kind__an_orchestrator_key_is_recorded_orchestrator(
+        project: Project, key: str, given: str | None, recorded: str) -> None:
+    """A run an external orchestrator names by its own run id (orchestrator:<id>) is recorded ORCHESTRATOR, as the
+    seed's trigger kinds have it; any other key MANUAL; a trigger kind the caller gives is kept."""
+    kind = {} if given is None else {"trigger_kind": given}
+    call(project.db, "create_run", pipeline_id=project.pipelines["orders"], run_key=key, run_date=RUN_DATE, **kind)
+    assert project.rows("SELECT RUN_KEY, TRIGGER_KIND FROM {AUD_PIPELINES_RUN_LOG}") == [(key, recorded)]
+
+
 def test_create_run_in_progress_never_skips_a_pipeline_gate_silently(project: Project) -> None:
     """A run created IN-PROGRESS starts without admit_run: on a pipeline with a gate it is refused unless the caller
     gives a reason, and then each dependency is recorded BYPASSED with who and why. QUEUED is always allowed (the

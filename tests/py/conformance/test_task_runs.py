@@ -11,6 +11,7 @@ from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import NotFoundError, RefusedByPolicyError, StaleTransitionError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
+from etlcraft.services.status import run_status
 from tests.py.support import ready as rd
 from tests.py.support.scenario import Project
 
@@ -247,3 +248,75 @@ def test_mark_task_run_refuses_bad_statuses_unknown_rows_and_queued_runs(project
         call(project.db, "mark_task_run", run_id=queued, task_id=task, status="SUCCESS", reason="x")
     assert project.scalar("SELECT COUNT(*) FROM {AUD_TASK_RUN_LOG}") == 0
     assert _interventions(project) == []
+
+
+# -- a task run that runs again after it ended -------------------------------------------------------------------
+
+RUNNER = "host-a:100:1700000000:0a0a0a0a"
+
+
+def _claim_start_finish(project: Project, attempt_id: int, at: datetime) -> None:
+    """The attempt claimed and started at `at`, then ended SUCCESS a minute later, through the write API."""
+    project.db.clock.pin(at)
+    claimed = call(project.db, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id=RUNNER)
+    assert [c.attempt_id for c in claimed] == [attempt_id]
+    call(project.db, "start_attempt", attempt_id=attempt_id, owner_id=RUNNER, host="host-a", pid=4242,
+         process_start="1700000000.25")
+    project.db.clock.pin(at + timedelta(minutes=1))
+    call(project.db, "finish_attempt", attempt_id=attempt_id, owner_id=RUNNER, status="SUCCESS", rows_written=3)
+
+
+def _ended_before(project: Project, run: int, how: str) -> str:
+    """publish ended `how` (skipped by the engine, marked FAILED, or cancelled before it started); its note."""
+    task = project.tasks["publish"]
+    if how == "skipped":
+        call(project.db, "skip_task_run", run_id=run, task_id=task,
+             reason="load_orders ended FAILED; its SUCCESS dependency can never be met")
+        return "load_orders ended FAILED; its SUCCESS dependency can never be met"
+    if how == "marked FAILED":
+        call(project.db, "mark_task_run", run_id=run, task_id=task, status="FAILED", reason="bad file")
+        return "marked FAILED: bad file"
+    queued = call(project.db, "queue_attempt", run_id=run, task_id=task)[0]
+    call(project.db, "cancel_attempt", attempt_id=queued.attempt_id, reason="wrong day")
+    return "cancelled: wrong day"
+
+
+@pytest.mark.parametrize("how", ["skipped", "marked FAILED", "cancelled"])
+def test_a_task_run_queued_again_drops_the_note_of_its_earlier_outcome_and_succeeds_without_it(
+        project: Project, how: str) -> None:
+    """A task skipped (or marked, or cancelled) and later run again shows no stale reason beside its new status:
+    queue_attempt clears the note, and its duration counts from its first real start, not from the skip."""
+    run = project.run("orders")
+    note = _ended_before(project, run, how)
+    assert _task_run(project, run, "publish")[4] == note
+    project.db.clock.pin(NOW + timedelta(hours=2))
+    queued = call(project.db, "queue_attempt", run_id=run, task_id=project.tasks["publish"])[0]
+    assert queued.outcome == "QUEUED"
+    _, status, start, end, message, *_ = _task_run(project, run, "publish")
+    assert (status, start, end, message) == ("IN-PROGRESS", None, None, None)
+    started = NOW + timedelta(hours=3)
+    _claim_start_finish(project, queued.attempt_id, started)
+    _, status, start, end, message, error, written, _ = _task_run(project, run, "publish")
+    assert (status, message, error, written) == ("SUCCESS", None, None, 3)
+    assert (_when(start), _when(end)) == (started, started + timedelta(minutes=1))
+    [line] = [t for t in run_status(project.db, "orders", run).tasks if t.task_code == "publish"]
+    assert (line.status, line.note, line.seconds) == ("SUCCESS", "", 60.0)
+
+
+def test_a_task_queued_again_after_an_interrupt_succeeds_without_the_interrupt_note(project: Project) -> None:
+    """interrupt_attempt queues the task again with a note saying so; the attempt that then succeeds clears it
+    (finish_attempt), while the interrupted attempt keeps its own error."""
+    run = project.run("orders")
+    first = call(project.db, "queue_attempt", run_id=run, task_id=project.tasks["load_orders"])[0]
+    call(project.db, "claim_attempt", pool="default", slot_kinds="warehouse", owner_id=RUNNER)
+    call(project.db, "start_attempt", attempt_id=first.attempt_id, owner_id=RUNNER, host="host-a", pid=4242,
+         process_start="1700000000.25")
+    again = call(project.db, "interrupt_attempt", attempt_id=first.attempt_id, owner_id=RUNNER,
+                 reason="the etl-craft run supervising it received SIGTERM")[0]
+    assert _task_run(project, run, "load_orders")[4] == ("interrupted: the etl-craft run supervising it received"
+                                                         " SIGTERM; queued to run again")
+    _claim_start_finish(project, again.next_attempt_id, NOW + timedelta(minutes=5))
+    _, status, _, _, message, error, *_ = _task_run(project, run, "load_orders")
+    assert (status, message, error) == ("SUCCESS", None, None)
+    assert project.scalar("SELECT ERROR_MESSAGE FROM {AUD_TASK_ATTEMPTS} WHERE ATTEMPT_ID = :a",
+                          a=first.attempt_id) == "interrupted: the etl-craft run supervising it received SIGTERM"

@@ -79,6 +79,24 @@ def test_rerun_with_downstream__runs_the_skipped_dependents_and_ends_the_run(tmp
     assert _tasks(project, 1) == {"audit": ("SUCCESS", 1), "load": ("SUCCESS", 2), "report": ("SUCCESS", 1)}
 
 
+def test_a_skipped_task_that_later_succeeds__status_and_explain_no_longer_show_the_skip_reason(
+        tmp_path: Path) -> None:
+    project = _failed_run(tmp_path, None)
+    reason = "load ended FAILED; its SUCCESS dependency can never be met"
+    before = etl_craft("status", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
+    assert before.code == 0 and reason in before.out, before.out
+    done = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", "--rerun", "load", "--with-downstream",
+                     "--reason", "load fixed", cwd=project)
+    assert done.code == 0, done.err
+    shown = etl_craft("status", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
+    [report] = [line for line in shown.out.splitlines() if line.strip().startswith("report ")]
+    assert "SUCCESS" in report and reason not in shown.out, shown.out
+    [line] = [t for t in _status(project, 1)["tasks"] if t["task_code"] == "report"]  # type: ignore[union-attr]
+    assert (line["status"], line["note"]) == ("SUCCESS", "")
+    explained = etl_craft("explain", "--pipeline-code", "flow", "--run-id", "1", "--task-code", "report", cwd=project)
+    assert explained.code == 0 and reason not in explained.out, explained.out
+
+
 def test_b31_a_refused_rerun_changes_nothing(tmp_path: Path) -> None:
     project = _failed_run(tmp_path, None)
     before = _status(project, 1)
@@ -116,6 +134,26 @@ def test_task_code__unmet_dependencies_wait_and_record_nothing__ignore_dependenc
         assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "ext:1", "--task-code", task,
                          cwd=project).code == 0
     assert _run_status(project, run_id) == "SUCCESS", "the last task command ended the settled run"
+
+
+def test_an_external_orchestrators_run__keyed_orchestrator_id__is_recorded_orchestrator_and_runs_task_by_task(
+        tmp_path: Path) -> None:
+    """The orchestrator's steps (docs/guides/running-pipelines.md) on a run keyed orchestrator:<its run id>: the
+    run is recorded with trigger kind ORCHESTRATOR (MANUAL for any other key), and its tasks run to its end."""
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report"), Task("audit")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    key = ("--run-key", "orchestrator:manual__2026-03-14T06:00:00+00:00")
+    init = etl_craft("run", "--pipeline-code", "flow", *key, "--init-only", "--format", "json", cwd=project)
+    assert init.code == 0, init.err
+    for task in ("load", "report", "audit"):
+        ran = etl_craft("run", "--pipeline-code", "flow", *key, "--task-code", task, cwd=project)
+        assert ran.code == 0, ran.err
+    shown = etl_craft("status", "--pipeline-code", "flow", *key, "--format", "json", cwd=project)
+    run = json.loads(shown.out)["run"]
+    assert (run["trigger_kind"], run["status"]) == ("ORCHESTRATOR", "SUCCESS")
+    assert etl_craft("run", "--pipeline-code", "flow", "--run-key", "ops-1", cwd=project).code == 0
+    assert json.loads(etl_craft("status", "--pipeline-code", "flow", "--run-key", "ops-1", "--format", "json",
+                                cwd=project).out)["run"]["trigger_kind"] == "MANUAL"
 
 
 def test_force__reruns_a_succeeded_task_in_an_ended_run_and_ends_the_run_again(tmp_path: Path) -> None:
@@ -258,6 +296,25 @@ def test_pause_mid_run__running_tasks_finish__no_new_task_starts__the_run_resume
     resumed = etl_craft("run", "--pipeline-code", "flow", "--run-id", "1", cwd=project)
     assert resumed.code == 0, resumed.err
     assert _tasks(project, 1) == {"load": ("SUCCESS", 1), "report": ("SUCCESS", 1)}
+
+
+def test_run_on_a_paused_pipeline__refused_exit_24__nothing_written(tmp_path: Path) -> None:
+    """docs/adr/0004: a run, a task command or --init-only asked for while the pipeline is paused starts nothing,
+    writes nothing, says who paused it and how to resume, and exits 24 (not 0, as the seed had it)."""
+    project = write_project(tmp_path / "p", None, {"flow": [Task("load"), Task("report")]}, EDGES)
+    assert etl_craft("migrate", cwd=project).code == 0
+    assert etl_craft("pause", "--pipeline-code", "flow", "--reason", "warehouse upgrade", cwd=project).code == 0
+    audit = etl_craft("audit", "--format", "json", cwd=project).out
+    for extra in ((), ("--run-key", "k1", "--task-code", "load"), ("--run-key", "k2", "--init-only")):
+        refused = etl_craft("run", "--pipeline-code", "flow", *extra, cwd=project)
+        assert refused.code == 24, (extra, refused.out, refused.err)
+        assert refused.err.startswith("error: pipeline flow is paused since "), refused.err
+        assert refused.err.rstrip().endswith("by tester@cli; a paused pipeline starts no run: resume it with "
+                                             "etl-craft resume --pipeline-code flow"), refused.err
+    history = etl_craft("history", "--pipeline-code", "flow", "--format", "json", cwd=project)
+    assert json.loads(history.out)["runs"] == [], "no run was created"
+    assert etl_craft("audit", "--format", "json", cwd=project).out == audit, "no action was recorded"
+    assert not (project / "marks").exists(), "no task started"
 
 
 def test_skip__an_operator_skip_stands__the_run_goes_on_without_the_task__each_command_is_recorded_once(

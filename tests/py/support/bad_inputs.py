@@ -157,9 +157,22 @@ CONFIG_COMMANDS: tuple[tuple[str, ...], ...] = (
 )
 
 
+#: A valid craft-connector.yml whose SQLite Engine DB cannot be where Engine: path puts it (a regular file of the
+#: project stands where a folder of the path should be): the Engine DB cannot be opened, whichever command asks.
+ENGINE_PATH_EDITS: dict[str, tuple[Edit, tuple[str, ...]]] = {
+    "engine-folder-is-a-file-init-db": (_set("Engine", "path", "warehouse.duckdb/engine.db"), ("init-db",)),
+    "engine-folder-under-a-file-migrate": (_set("Engine", "path", "sql_files/customer_totals.sql/db/engine.db"),
+                                           ("migrate",)),
+    "engine-folder-under-a-file-run": (_set("Engine", "path", "warehouse.duckdb/db/engine.db"),
+                                       ("run", P, "shop_ingest", "--run-key", "bad-engine-folder")),
+    "engine-folder-under-a-file-list": (_set("Engine", "path", "craft-connector.yml/engine.db"), ("list",)),
+}
+
+
 def config_cases() -> list[Case]:
-    return [Case(f"config-{name}", CONFIG_COMMANDS[i % len(CONFIG_COMMANDS)], CONFIGURATION, edit)
-            for i, (name, edit) in enumerate(CONFIG_EDITS.items())]
+    cases = [Case(f"config-{name}", CONFIG_COMMANDS[i % len(CONFIG_COMMANDS)], CONFIGURATION, edit)
+             for i, (name, edit) in enumerate(CONFIG_EDITS.items())]
+    return cases + [Case(f"config-{name}", args, ENGINE_DB, edit) for name, (edit, args) in ENGINE_PATH_EDITS.items()]
 
 
 # -- metadata migrations ---------------------------------------------------------------------------------------------
@@ -424,6 +437,9 @@ def command_cases() -> list[Case]:
         ("engine-url-unknown-dialect", ("--engine-url", "mysql://x@localhost/db", "list"), CONFIGURATION),
         ("engine-url-sqlite-typo", ("--engine-url", "sqlite:/stray.db", "list"), CONFIGURATION),
         ("engine-url-sqlite-missing-file", ("--engine-url", "sqlite:///no/such/engine.db", "list"), ENGINE_DB),
+        ("engine-url-sqlite-folder-is-a-file", ("--engine-url", "sqlite:///warehouse.duckdb/engine.db", "init-db"),
+         ENGINE_DB),
+        ("engine-url-sqlite-no-folder-migrate", ("--engine-url", "sqlite:///no/such/engine.db", "migrate"), ENGINE_DB),
         ("engine-url-refused-port", ("--engine-url", "postgresql://root@127.0.0.1:1/x", "list"), ENGINE_DB),
         ("init-existing-project", ("init", "."), REFUSED),
     ]

@@ -2,7 +2,7 @@
 -- the task-run summary, the offset (SUCCESS only, B6) and task-level consumption (SUCCESS only). A zombie (another
 -- owner, or an attempt already ended or LOST) is refused and changes nothing (B8).
 BEGIN;
-SELECT plan(21);
+SELECT plan(22);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -25,6 +25,10 @@ SELECT t.pipeline_run_id, t.task_run_id, x.attempt_id, (SELECT task_dependency_i
   FROM etl_craft.aud_task_attempts x JOIN etl_craft.aud_task_run_log t USING (task_run_id),
        (VALUES (2, 'SATISFIED'), (NULL, 'UNSATISFIED')) AS r(result_revision, result)
  WHERE x.attempt_id = (SELECT id FROM a);
+
+-- the task run carries the note a requeue leaves (interrupt_attempt, requeue_lost); a SUCCESS clears it
+UPDATE etl_craft.aud_task_run_log SET message = 'interrupted: SIGTERM; queued to run again'
+ WHERE task_run_id = (SELECT task_run_id FROM etl_craft.aud_task_attempts WHERE attempt_id = (SELECT id FROM a));
 
 SELECT set_config('etl_craft.now', '2026-03-01 12:00:45+00', true);
 SELECT results_eq(
@@ -51,6 +55,9 @@ SELECT results_eq(
   $$VALUES ('SUCCESS'::varchar, '2026-03-01 12:00:45+00'::timestamptz, 10::bigint, 4::bigint, 3::bigint, 2::bigint,
             1::bigint, 9::bigint, 40::bigint, NULL::text, 'done'::text, 1)$$,
   'the task-run summary agrees with the attempt');
+SELECT is((SELECT t.message FROM etl_craft.aud_task_run_log t JOIN etl_craft.aud_task_attempts x USING (task_run_id)
+            WHERE x.attempt_id = (SELECT id FROM a)), NULL,
+          'a SUCCESS clears the task run''s note of an earlier outcome (here an interrupt''s requeue)');
 SELECT results_eq(
   $$SELECT o.offset_type, o.offset_value, o.task_run_id, o.attempt_id, o.stored_at FROM etl_craft.aud_task_offsets o
      WHERE o.task_id = (SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'load')$$,

@@ -1,9 +1,10 @@
 -- queue_attempt: one QUEUED attempt per task of an IN-PROGRESS run, after the task gate on other pipelines: the
 -- task run is created or moved back to IN-PROGRESS, the attempt carries pool, slot kind, priority and requester, and
 -- the decisions name it; a live attempt, a succeeded task without rerun, a run not IN-PROGRESS, a paused pipeline and
--- a task of another pipeline are refused with nothing written.
+-- a task of another pipeline are refused with nothing written. A task run queued again drops the note of the outcome
+-- it leaves (a skip's reason), and one that never had an attempt its START_DATE.
 BEGIN;
-SELECT plan(27);
+SELECT plan(29);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.gates_fixture();
@@ -152,6 +153,30 @@ SELECT is((SELECT row(d.result, d.attempt_id = a.attempt_id, d.task_run_id = a.t
             WHERE d.result = 'SATISFIED'),
           '(SATISFIED,t,t,t,t,1,gpool,warehouse)',
           'the SATISFIED decision names the attempt, its task run, the upstream run, task run and revision');
+
+-- 28-29: in a run of g_down's twin g_down_s, g_ingest was skipped (no attempt) and g_build failed (one attempt), each
+-- with a note; queued again two hours later, neither keeps its note, and only g_build keeps its START_DATE.
+SELECT etl_test.gates_twin('g_down', 'g_down_s');
+SELECT etl_test.gates_run('g_down_s', 's:1');
+SELECT etl_craft.skip_task_run(r.pipeline_run_id, etl_test.gates_task('g_ingest', 'g_down_s'), 'g_build ended FAILED')
+  FROM etl_craft.aud_pipelines_run_log r WHERE r.run_key = 's:1';
+SELECT etl_test.gates_task_run(pipeline_run_id, 'g_build', 'FAILED') FROM etl_craft.aud_pipelines_run_log
+ WHERE run_key = 's:1';
+UPDATE etl_craft.aud_task_run_log SET message = 'marked FAILED: bad file'
+ WHERE task_id = etl_test.gates_task('g_build', 'g_down_s');
+SELECT etl_test.gates_at('2026-01-02 08:00:00+00');
+SELECT is((SELECT string_agg(q.outcome || q.attempt_number, ',' ORDER BY t)
+             FROM unnest(ARRAY['g_build', 'g_ingest']) AS t,
+                  LATERAL etl_craft.queue_attempt(
+                    p_run_id => (SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 's:1'),
+                    p_task_id => etl_test.gates_task(t, 'g_down_s')) q),
+          'QUEUED2,QUEUED1', 'the failed and the skipped task runs are queued again');
+SELECT is((SELECT string_agg(row(k.task_code, t.status, t.start_date = timestamptz '2026-01-02 06:00:00+00',
+                                  t.message)::text, ';' ORDER BY k.task_code)
+             FROM etl_craft.aud_task_run_log t JOIN etl_craft.cfg_tasks k USING (task_id)
+             JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id) WHERE r.run_key = 's:1'),
+          '(g_build,IN-PROGRESS,t,);(g_ingest,IN-PROGRESS,,)',
+          'queued again, a task run drops its old note; a skipped one (no attempt yet) its START_DATE too');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,7 +1,8 @@
 -- create_run: one run per (pipeline, run key), created by the actor, refused for unknown or paused pipelines; a
 -- run created IN-PROGRESS on a pipeline with a gate (down_pl depends on up_pl) is refused, or bypasses it on record.
+-- Without a trigger kind, a key orchestrator:<id> is recorded ORCHESTRATOR and any other MANUAL.
 BEGIN;
-SELECT plan(13);
+SELECT plan(14);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -44,6 +45,13 @@ SELECT is((SELECT status FROM etl_craft.create_run(
 SELECT is((SELECT count(*)::int FROM etl_craft.aud_gate_decisions d JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id)
             WHERE r.run_key = 'schedule:2026-01-03T06:00:00Z'), 0,
           'a QUEUED run records no decision: admit_run judges its gate');
+SELECT etl_craft.create_run(
+         p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+         p_run_key => 'orchestrator:scheduled__2026-01-04T06:00:00+00:00', p_run_date => DATE '2026-01-04',
+         p_status => 'QUEUED', p_actor => 'airflow');
+SELECT is((SELECT trigger_kind::text FROM etl_craft.aud_pipelines_run_log
+            WHERE run_key = 'orchestrator:scheduled__2026-01-04T06:00:00+00:00'),
+          'ORCHESTRATOR', 'a run keyed orchestrator:<id> without a trigger kind is recorded ORCHESTRATOR');
 SELECT etl_test.refused($$ SELECT * FROM etl_craft.create_run(p_pipeline_id => 999, p_run_key => 'manual:x',
                           p_run_date => DATE '2026-01-02', p_actor => 'alice@host') $$,
                         'EC021', 'pipeline 999 does not exist or is switched off%', 'an unknown pipeline is not found');
