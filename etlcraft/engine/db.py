@@ -146,16 +146,26 @@ class EngineDB:
         self.url = parsed
         self.display_url = parsed.render_as_string(hide_password=True)
         if backend == "postgresql":
-            self.engine = sa.create_engine(
-                parsed.set(drivername="postgresql+psycopg"),
-                # jit off: the Engine DB's statements read and write a few rows by index, and on large tables their
-                # estimates cross jit_above_cost, which costs tens of milliseconds of compilation per statement.
-                connect_args={"options": f"-c search_path={schema} -c jit=off"},
-                pool_pre_ping=True,
-            )
+            # jit off: the Engine DB's statements read and write a few rows by index, and on large tables their
+            # estimates cross jit_above_cost, which costs tens of milliseconds of compilation per statement.
+            self._connect_args = {"options": f"-c search_path={schema} -c jit=off"}
+            self.engine = sa.create_engine(parsed.set(drivername="postgresql+psycopg"),
+                                           connect_args=self._connect_args, pool_pre_ping=True)
         else:
             self.engine = sa.create_engine(parsed.set(drivername="sqlite+pysqlite"))
             self._install_sqlite_events()
+
+    def new_connection(self) -> sa.Connection:
+        """A connection opened now and never pooled, for one held for a process's life (the server's leader lock,
+        its LISTEN): a pooled one may have been opened before a fork, and a copy of its socket in a task process
+        that outlives this one would keep its session, and a lock it holds, alive."""
+        if not self.is_postgres:
+            raise ValueError("new_connection is for a PostgreSQL Engine DB")
+        unpooled = sa.create_engine(self.engine.url, connect_args=self._connect_args, poolclass=sa.pool.NullPool)
+        try:
+            return unpooled.connect()
+        except sa.exc.DBAPIError as exc:
+            raise self.map_error(exc) from exc
 
     # -- SQLite plumbing -------------------------------------------------------------------------------------
 

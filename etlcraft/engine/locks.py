@@ -150,8 +150,8 @@ def try_hold(db: EngineDB, name: str) -> HeldLock | None:
     None when another session or process holds it. An in-memory SQLite Engine DB has no file to lock: its lock only
     orders this process's threads."""
     if db.is_postgres:
+        conn = db.new_connection().execution_options(isolation_level="AUTOCOMMIT")
         try:
-            conn = db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             taken = conn.execute(sa.text("SELECT pg_try_advisory_lock(:key)"), {"key": lock_key(name)}).scalar()
         except sa.exc.DBAPIError as exc:
             raise db.map_error(exc) from exc

@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
+import sqlalchemy as sa
+
 from etlcraft import __version__
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.enums import ActorKind
@@ -99,35 +101,42 @@ class Listener:
 
     def __init__(self, db: EngineDB) -> None:
         self.db = db
-        self._raw: Any = None
+        self._conn: sa.Connection | None = None
+
+    def _driver(self) -> Any:
+        assert self._conn is not None
+        return self._conn.connection.driver_connection
 
     def fileno(self) -> int | None:
-        if self._raw is None:
+        """The socket to wait on, the connection opened (and LISTEN sent) when there is none; None while the
+        Engine DB cannot be reached."""
+        if self._conn is None:
             try:
-                raw = self.db.engine.raw_connection()
-                conn: Any = raw.driver_connection
-                conn.autocommit = True
-                conn.execute(f"LISTEN {self.CHANNEL}")
-            except Exception:
+                self._conn = self.db.new_connection()
+                driver = self._driver()
+                driver.autocommit = True
+                driver.execute(f"LISTEN {self.CHANNEL}")
+            except Exception:  # a server that cannot listen still works on its timer
+                self.close()
                 return None
-            self._raw = raw
-        return int(self._raw.driver_connection.fileno())
+        return int(self._driver().fileno())
 
     def drain(self) -> int:
         """Read the notifications that arrived; how many."""
-        if self._raw is None:
+        if self._conn is None:
             return 0
         try:
-            return sum(1 for _ in self._raw.driver_connection.notifies(timeout=0))
-        except Exception:
+            return sum(1 for _ in self._driver().notifies(timeout=0))
+        except Exception:  # the connection broke: opened again at the next look
             self.close()
             return 0
 
     def close(self) -> None:
-        if self._raw is not None:
+        if self._conn is not None:
             with contextlib.suppress(Exception):
-                self._raw.invalidate()
-            self._raw = None
+                self._conn.invalidate()
+                self._conn.close()
+            self._conn = None
 
 
 class Beat(threading.Thread):
