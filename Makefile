@@ -12,7 +12,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 PYTEST_WORKERS ?= 3
 STAMP := .make/venv.stamp
 
-.PHONY: help install venv pgtap demo test test-sql test-py lint verify snapshot bench enums docs
+.PHONY: help install venv pgtap demo test test-sql test-py soak lint verify snapshot bench enums docs
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -43,6 +43,10 @@ test-py: venv ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker process
 	@# is set each of them would otherwise compile every module it imports from source.
 	$(PYTHON) -m compileall -q etlcraft tests > /dev/null
 	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
+
+soak: venv ## The repeated scenarios: the server chaos test (kill -9 at a random moment) 20 times on each dialect
+	ETL_CRAFT_SOAK_ITERATIONS=$${ETL_CRAFT_SOAK_ITERATIONS:-20} $(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark \
+	  -n $(PYTEST_WORKERS) tests/py/process/test_server_chaos.py
 
 lint: venv ## ruff and mypy
 	$(PYTHON) -m ruff check etlcraft tests scripts bench
