@@ -697,3 +697,21 @@ def test_show_places_tasks_on_a_cycle_outside_the_levels(setup: Setup) -> None:
     setup.project.depends("b", "a")
     detail = show_pipeline(setup.project.db, "sales")
     assert (detail.levels, detail.unleveled) == ((("load_orders",),), ("a", "b"))
+
+
+@pytest.mark.parametrize(("schedule", "names"), [
+    ("61 * * * *", ("minute", "61")),
+    ("0 24 * * *", ("hour", "24")),
+    ("0 0 30 2 *", ("day of month", "30")),
+    ("0 0 * 13 *", ("month", "13")),
+    ("0 0 * * FRX", ("day of week", "FRX")),
+    ("*/0 * * * *", ("minute", "*/0")),
+    ("0 0 * *", ("five fields", "found 4")),
+    ("@fortnightly", ("@fortnightly", "macro")),
+])
+def test_an_invalid_schedule_is_refused_naming_the_field_and_the_value(
+        setup: Setup, schedule: str, names: tuple[str, str]) -> None:
+    setup.update("CFG_PIPELINES", "PIPELINE_ID", setup.project.pipelines["sales"], RUN_SCHEDULE=schedule)
+    [problem] = run(setup).problems
+    assert (problem.check, problem.object, problem.value) == ("schedule-invalid", "pipeline sales", schedule)
+    assert all(name in problem.message for name in names), problem.message
