@@ -11,6 +11,7 @@ task processes: one execution path for both.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ class RunDriver:
         self.task_codes: dict[int, str] = {}
         self.wake_at = 0.0  # time.monotonic() of the next look; 0: now
         self.lost: str | None = None  # set when the run's lease was found lost
+        self.starved = False  # its queued attempts found no free slot of the supervisor's
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
@@ -88,12 +90,16 @@ class RunDriver:
             return False
         if self.children and self._cancel_requested():
             self._stop_cancelled(supervisor)
+        self.starved = False
         started = self._dispatch(supervisor) if dispatch else False
         if self.children:
             self.wake_at = now + self._until_due()
             return True
         if not dispatch:
             return False
+        if self.starved:  # its attempts wait for a slot of the supervisor's, which other runs hold
+            self.wake_at = math.inf  # woken when a slot frees (the server's slot queue)
+            return True
         if started:
             self.wake_at = now
             return True
@@ -195,6 +201,8 @@ class RunDriver:
                                                                       run_id=self.run_id)]
         for pool, kind in queues:
             if self._free(supervisor) <= 0:
+                # Every slot of the supervisor is taken (by other runs, where it drives several): starved.
+                self.starved = supervisor.free <= 0
                 return
             with holding_stops():  # a stop finds each claimed attempt started and supervised, never claimed only (B3)
                 self._claim_pool(supervisor, pool, kind)

@@ -154,7 +154,8 @@ class RunLoop:
             self.driver.lost = heartbeat.lost
         if not self.driver.step(self.supervisor):
             return False
-        for ended in self.supervisor.wait(timeout=max(0.0, self.driver.wake_at - time.monotonic())):
+        wait = min(self.driver.wake_at - time.monotonic(), self.settings.heartbeat_seconds)
+        for ended in self.supervisor.wait(timeout=max(0.0, wait)):
             fault_point("child_reaped")
             self.driver.ended(ended)
         return True

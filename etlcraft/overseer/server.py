@@ -183,6 +183,7 @@ class Server:
         self.drivers: dict[int, RunDriver] = {}
         self.left: dict[int, float] = {}  # runs given up for now (paused, refused): not taken again before then
         self.admit_after: dict[int, float] = {}  # QUEUED runs whose gate waits: not judged again before then
+        self.breached: set[int] = set()  # runs whose SLA breach was logged
         self.stopping = 0
         self.lock: HeldLock
         self.overseer_id = 0
@@ -292,6 +293,7 @@ class Server:
                     self._lost_runs(beat)
                     if now - last_reconcile >= self.settings.heartbeat_seconds:
                         self.reconcile()
+                        self._check_slas()
                         last_reconcile = now
                     if self.scheduler.due(self.db.clock.now()) or now - last_schedules >= SCHEDULE_REFRESH_SECONDS:
                         self.scheduler.tick(self.db.clock.now())
@@ -305,6 +307,15 @@ class Server:
                     outage = now
                     self.log(f"the Engine DB is unreachable ({exc}); trying again")
                 time.sleep(min(2.0, self.settings.heartbeat_seconds))
+
+    def _check_slas(self) -> None:
+        """Runs still running past their pipeline's SLA are recorded BREACHED now (breach_slas), each logged once."""
+        for row in call(self.db, "breach_slas"):
+            if row.pipeline_run_id not in self.breached:
+                self.breached.add(row.pipeline_run_id)
+                self.log(f"run {row.pipeline_run_id} of {row.pipeline_code} breached its SLA: still running "
+                         f"{row.sla_minutes} minutes after it started", run=row.pipeline_run_id,
+                         pipeline=row.pipeline_code)
 
     def _step_drivers(self) -> None:
         now = time.monotonic()
@@ -320,7 +331,16 @@ class Server:
             self.left[run_id] = now + self.settings.heartbeat_seconds  # a run left IN-PROGRESS (paused, lease lost)
             # is not taken again at once
 
+    def _feed_starved(self) -> None:
+        """Runs whose attempts wait for a slot are woken as slots free, oldest run first, one per free slot: no
+        run polls for a slot, and none waits behind runs that came later."""
+        free = self.supervisor.free
+        for driver in sorted((d for d in self.drivers.values() if d.starved), key=lambda d: d.run_id)[:max(free, 0)]:
+            driver.starved = False
+            driver.wake_at = 0.0
+
     def _wait(self) -> None:
+        self._feed_starved()
         now = time.monotonic()
         wakes = [d.wake_at for d in self.drivers.values()] + [now + IDLE_SECONDS]
         due = self.scheduler.next_tick()
@@ -334,6 +354,7 @@ class Server:
         for ended in self.supervisor.wait(timeout, wake=wake):
             fault_point("child_reaped")
             self._route(ended)
+        self._feed_starved()
         if self.listener is not None:
             self.listener.drain()
         with contextlib.suppress(BlockingIOError, OSError):

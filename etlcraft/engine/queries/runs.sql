@@ -136,12 +136,13 @@ SELECT d.TASK_ID, d.DEPENDS_ON_TASK_ID, d.DEPENDENCY_TYPE, u.TASK_CODE AS UPSTRE
 
 -- name: run_next_due :one
 -- When something of the run is next due: the earliest NOT_BEFORE among its QUEUED attempts (a retry waiting for
--- its delay) and NEXT_CHECK_AT among its open task gate waits (the next look at a gate that waits).
+-- its delay; an attempt without one is due since it was queued: it waits for a slot) and NEXT_CHECK_AT among its
+-- open task gate waits (the next look at a gate that waits).
 SELECT MIN(d.DUE) AS NEXT_DUE
-  FROM (SELECT a.NOT_BEFORE AS DUE
+  FROM (SELECT COALESCE(a.NOT_BEFORE, a.QUEUED_AT) AS DUE
           FROM {AUD_TASK_ATTEMPTS} a
           JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
-         WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED' AND a.NOT_BEFORE IS NOT NULL
+         WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED'
         UNION ALL
         SELECT w.NEXT_CHECK_AT
           FROM {AUD_GATE_WAITS} w

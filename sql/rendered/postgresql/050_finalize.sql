@@ -161,3 +161,56 @@ BEGIN
 END
 $fn$;
 -- @end finalize_run
+
+-- @function breach_slas
+-- @args 
+-- @returns pipeline_run_id bigint, pipeline_code text, sla_minutes int, start_date timestamptz
+-- @purpose Record SLA_STATUS = BREACHED on every IN-PROGRESS run still running past its pipeline's SLA_MINUTES
+--   from its START_DATE, while it runs rather than when it ends (finalize_run keeps it: an SLA is decided once, B13).
+--   Returns every IN-PROGRESS run whose SLA is breached, those recorded earlier included. The server calls it every
+--   heartbeat.
+-- @transition none (SLA_STATUS of running runs)
+-- @locks the IN-PROGRESS runs past their SLA
+-- @errors none
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'breach_slas' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.breach_slas(
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_run_id bigint, pipeline_code text, sla_minutes integer, start_date timestamptz)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_failure text;
+BEGIN
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
+     SET SLA_STATUS = 'BREACHED'
+   WHERE r.STATUS = 'IN-PROGRESS' AND r.SLA_STATUS IS NULL AND r.START_DATE IS NOT NULL
+     AND EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES p
+                  WHERE p.PIPELINE_ID = r.PIPELINE_ID AND p.SLA_MINUTES IS NOT NULL
+                    AND v_now > (r.START_DATE + make_interval(secs => p.SLA_MINUTES * 60)));
+  RETURN QUERY
+  SELECT q.pipeline_run_id::bigint, q.pipeline_code::text, q.sla_minutes::integer, q.start_date::timestamptz
+    FROM (
+      SELECT r.PIPELINE_RUN_ID, p.PIPELINE_CODE, p.SLA_MINUTES, r.START_DATE
+        FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+       WHERE r.STATUS = 'IN-PROGRESS' AND r.SLA_STATUS = 'BREACHED'
+       ORDER BY r.PIPELINE_RUN_ID
+    ) AS q(pipeline_run_id, pipeline_code, sla_minutes, start_date);
+END
+$fn$;
+-- @end breach_slas

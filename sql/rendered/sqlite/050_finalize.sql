@@ -24,3 +24,15 @@
 --   written, B32), or another owner's lease on it is live; EC023 an attempt of the run is live, or a task has not
 --   settled
 -- @end finalize_run
+
+-- @function breach_slas
+-- @args 
+-- @returns pipeline_run_id bigint, pipeline_code text, sla_minutes int, start_date timestamptz
+-- @purpose Record SLA_STATUS = BREACHED on every IN-PROGRESS run still running past its pipeline's SLA_MINUTES
+--   from its START_DATE, while it runs rather than when it ends (finalize_run keeps it: an SLA is decided once, B13).
+--   Returns every IN-PROGRESS run whose SLA is breached, those recorded earlier included. The server calls it every
+--   heartbeat.
+-- @transition none (SLA_STATUS of running runs)
+-- @locks the IN-PROGRESS runs past their SLA
+-- @errors none
+-- @end breach_slas

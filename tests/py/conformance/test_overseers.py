@@ -15,6 +15,7 @@ from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all
 from tests.py.conftest import TEST_ACTOR
 from tests.py.support.attempts import Attempts, as_utc
+from tests.py.support.scenario import Project
 
 
 def _overseers(db: EngineDB) -> list[dict[str, object]]:
@@ -78,3 +79,19 @@ def test_work_made_elsewhere_notifies_a_listening_server_when_it_commits(pg_url:
         heard = [n.payload for n in listener.notifies(timeout=2, stop_after=2)]
     db.dispose()
     assert heard == [f"create_run:{pipeline_id}", f"cancel_run:{run_id}"]
+
+
+def test_a_run_past_its_sla_is_recorded_breached_while_it_runs_and_finalize_keeps_it(engine_db: EngineDB) -> None:
+    project = Project(engine_db)
+    project.pipeline("slow", SLA_MINUTES=10)
+    project.pipeline("no_sla")
+    slow, other = project.run("slow"), project.run("no_sla")
+    engine_db.clock.pin(engine_db.clock.now() + timedelta(minutes=9))
+    assert call(engine_db, "breach_slas") == []
+    engine_db.clock.pin(engine_db.clock.now() + timedelta(minutes=2))
+    breached = call(engine_db, "breach_slas")
+    assert [(r.pipeline_run_id, r.pipeline_code, r.sla_minutes) for r in breached] == [(slow, "slow", 10)]
+    assert [r.pipeline_run_id for r in call(engine_db, "breach_slas")] == [slow]  # still listed, recorded once
+    ended = call(engine_db, "finalize_run", run_id=slow)[0]
+    assert (ended.status, ended.sla_status) == ("SUCCESS", "BREACHED")
+    assert call(engine_db, "finalize_run", run_id=other)[0].sla_status is None
