@@ -58,9 +58,9 @@ def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
             server.wait(timeout=10)
 
 
-def start_server(root: Path, request: pytest.FixtureRequest, name: str) -> subprocess.Popen[bytes]:
+def start_server(root: Path, request: pytest.FixtureRequest, name: str, *args: str) -> subprocess.Popen[bytes]:
     log = root / f"{name}.log"
-    server = start_etl_craft("server", "--log-format", "json", cwd=root, log=log)
+    server = start_etl_craft("server", "--log-format", "json", *args, cwd=root, log=log)
     request.node.servers.append(server)
     wait_for(lambda: "leading as overseer" in log.read_text() or server.poll() is not None, what=f"{name} to lead")
     assert server.poll() is None, log.read_text()
@@ -192,3 +192,14 @@ def test_sigterm_stops_within_the_grace__the_task_is_interrupted_and_the_next_se
     done = status(project, "flow", run_id)
     assert done["run"]["status"] == "SUCCESS"
     assert len(list((project / "marks").glob("a.*.start"))) == 2  # interrupted once, run again once
+
+
+def test_runs_that_wait_for_a_slot_other_runs_hold_all_finish(project: Path, request: pytest.FixtureRequest) -> None:
+    release(project, "a")
+    created = [json.loads(etl_craft("run", "--pipeline-code", code, "--init-only", "--format", "json",
+                                    cwd=project).out)["pipeline_run_id"] for code in ("flow", "other")]
+    start_server(project, request, "server", "--slots", "1")
+    wait_for(lambda: ended(project, "flow", created[0]) and ended(project, "other", created[1]), timeout=60,
+             what="both runs to end with one slot between them")
+    assert [status(project, code, run)["run"]["status"] for code, run in zip(("flow", "other"), created,
+                                                                              strict=True)] == ["SUCCESS"] * 2
