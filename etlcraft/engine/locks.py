@@ -88,14 +88,18 @@ def _lock_file(db: EngineDB, name: str) -> Path | None:
     return folder / f"{hashlib.sha256(name.encode('utf-8')).hexdigest()[:32]}.lock"
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path, name: str) -> Iterator[None]:
+def _open_lock_file(path: Path, name: str) -> int:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise EngineDbError(f"cannot create the lock file {path} for {name}: {exc.strerror}; make its folder "
                             "writable for etl-craft") from exc
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path, name: str) -> Iterator[None]:
+    fd = _open_lock_file(path, name)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
@@ -164,12 +168,7 @@ def try_hold(db: EngineDB, name: str) -> HeldLock | None:
         with _MEMORY_GUARD:
             lock = _MEMORY_LOCKS.setdefault(name, threading.Lock())
         return HeldLock(name) if lock.acquire(blocking=False) else None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise EngineDbError(f"cannot create the lock file {path} for {name}: {exc.strerror}; make its folder "
-                            "writable for etl-craft") from exc
+    fd = _open_lock_file(path, name)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -38,19 +38,25 @@ class Interrupted(Exception):
 
 
 @contextlib.contextmanager
-def signals_as_interrupts() -> Iterator[None]:
-    """Turn SIGTERM, SIGHUP and SIGINT (Ctrl-C) into Interrupted for the code inside (B3: every run path stops its
-    children, and records their attempts interrupted, not failed)."""
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(signum)
-
+def stop_signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """Handle SIGTERM, SIGHUP and SIGINT (Ctrl-C), the signals that stop an overseer, with `handler` for the code
+    inside; the previous handlers come back after it."""
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
         yield
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def signals_as_interrupts() -> contextlib.AbstractContextManager[None]:
+    """Turn the stop signals into Interrupted for the code inside (B3: every run path stops its children, and
+    records their attempts interrupted, not failed)."""
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    return stop_signals(handler)
 
 
 class Heartbeat(threading.Thread):

@@ -20,10 +20,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
@@ -47,6 +46,7 @@ from etlcraft.engine.functions import call
 from etlcraft.engine.locks import HeldLock, try_hold
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.overseer.driver import RunDriver, RunSettings, TaskPolicy, as_utc
+from etlcraft.overseer.local import stop_signals
 from etlcraft.overseer.schedules import Scheduler
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
@@ -246,18 +246,13 @@ class Server:
                 call(self.db, "stop_overseer", overseer_id=self.overseer_id, reason=reason)
             self.log(f"overseer {self.overseer_id} {reason}")
 
-    @contextlib.contextmanager
-    def _signals(self) -> Iterator[None]:
+    def _signals(self) -> contextlib.AbstractContextManager[None]:
+        """A stop signal starts the shutdown (a second one cuts the grace short) and wakes the loop."""
         def handler(signum: int, _frame: FrameType | None) -> None:
             self.stopping += 1
             self.wake()
 
-        previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for signum, old in previous.items():
-                signal.signal(signum, old)
+        return stop_signals(handler)
 
     def wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):
