@@ -131,15 +131,16 @@ class HeldLock:
             return True
         try:
             self._conn.execute(sa.text("SELECT 1"))
-        except sa.exc.DBAPIError:
+        except sa.exc.SQLAlchemyError:
             return False
         return True
 
     def release(self) -> None:
         if self._conn is not None:
-            with contextlib.suppress(sa.exc.DBAPIError):
+            with contextlib.suppress(sa.exc.SQLAlchemyError):  # a session already gone holds no lock
                 self._conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": lock_key(self.name)})
-            with contextlib.suppress(sa.exc.DBAPIError):
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
+                self._conn.invalidate()
                 self._conn.close()
             self._conn = None
         if self._fd is not None:

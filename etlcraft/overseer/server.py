@@ -389,7 +389,9 @@ class Server:
                 admitted = call(self.db, "admit_run", run_id=run_id, owner_id=self.settings.owner_id,
                                 lease_seconds=self.settings.lease_seconds,
                                 gate_wait_seconds=self.settings.gate_wait_seconds)[0]
-            except (StaleTransitionError, RefusedByPolicyError) as exc:
+            except StaleTransitionError:
+                continue  # admitted or ended by another caller meanwhile (run --init-only admits its own run)
+            except RefusedByPolicyError as exc:
                 self.admit_after[run_id] = now + self.settings.heartbeat_seconds
                 self.log(f"run {run_id} ({row['run_key']}) not admitted: {exc}", run=run_id,
                          pipeline=row["pipeline_code"])

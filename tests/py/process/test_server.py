@@ -203,3 +203,26 @@ def test_runs_that_wait_for_a_slot_other_runs_hold_all_finish(project: Path, req
              what="both runs to end with one slot between them")
     assert [status(project, code, run)["run"]["status"] for code, run in zip(("flow", "other"), created,
                                                                               strict=True)] == ["SUCCESS"] * 2
+
+
+@pytest.mark.postgres
+def test_a_server_whose_lock_connection_drops_stops_at_once(project: Path, request: pytest.FixtureRequest) -> None:
+    if "postgresql" not in request.node.callspec.id:
+        pytest.skip("the leader lock is a session of its own on PostgreSQL only; SQLite's is a file lock")
+    server = start_server(project, request, "server")
+    created = etl_craft("run", "--pipeline-code", "flow", "--init-only", "--format", "json", cwd=project)
+    run_id = json.loads(created.out)["pipeline_run_id"]
+    wait_for(lambda: any((project / "marks").glob("a.*.start")), what="a to start")
+    db = engine(project)
+    try:  # end the session that holds the leader lock, as a network cut or a DBA would
+        with db.read() as conn:
+            holder = conn.execute(sa.text("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                                          "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                                          )).scalar_one()
+            conn.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": holder})
+    finally:
+        db.dispose()
+    assert server.wait(timeout=30) == 4, (project / "server.log").read_text()
+    log = (project / "server.log").read_text()
+    assert "leader lock connection to the Engine DB was lost" in log
+    assert status(project, "flow", run_id)["run"]["status"] == "IN-PROGRESS"  # left for the next server
