@@ -225,6 +225,11 @@ def configuration_page() -> str:
         f"  read by this version ({__version__}). A file that sets it is refused, naming the release planned for",
         "  it, rather than accepted and ignored: remove it until then.",
         "",
+        "**The project's time zone** (run dates, and the schedules of pipelines without a `SCHEDULE_TIMEZONE`)",
+        "has one source, in this order: the project's `CFG_PROJECTS.TIMEZONE` when its row sets one, else",
+        "`Orchestration: Timezone` below, else UTC. `etl-craft show` prints the one that applies and where it",
+        "comes from.",
+        "",
     ]
     for section in config_keys.SECTIONS:
         if section.planned:
@@ -275,7 +280,7 @@ def configuration_page() -> str:
     ]
     for key in config_keys.keys_of("Orchestration"):
         if not config_keys.planned_for(key):
-            lines.append(f"  {key.name}: {key.default}")
+            lines.append(f"  {key.name}: {'Europe/Paris' if key.type is config_keys.KeyType.TIMEZONE else key.default}")
     lines += ["```", ""]
     return "\n".join(lines)
 

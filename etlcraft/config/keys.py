@@ -154,8 +154,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "Orchestration",
         False,
-        "How runs are scheduled, retried, leased and stopped. Every key has a default, so the section is "
-        "optional.",
+        "How runs are scheduled, retried, leased and stopped. Every key is optional, so the section is too.",
     ),
 )
 
@@ -283,7 +282,8 @@ KEYS: tuple[Key, ...] = (
         planned=API_RELEASE,
     ),
     Key("Orchestration", "Timezone", KeyType.TIMEZONE,
-        "The project's time zone: schedules without their own time zone and run dates use it.", default="UTC"),
+        "The project's time zone when its CFG_PROJECTS row sets no TIMEZONE (then UTC when this is not set "
+        "either): run dates, and the schedules of pipelines without a SCHEDULE_TIMEZONE, use it."),
     Key("Orchestration", "Max_parallel_tasks", KeyType.INTEGER,
         "How many tasks of one pipeline run at the same time.", default=4, minimum=1),
     Key("Orchestration", "Gate_wait_minutes", KeyType.INTEGER,

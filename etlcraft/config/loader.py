@@ -101,10 +101,11 @@ class EmailConfig:
 @dataclass(frozen=True)
 class OrchestrationConfig:
     """Scheduling, retries, leases and shutdown (section Orchestration). A key that is not set holds its default;
-    a key planned for a later release (keys.py) is refused when set, so it always holds its default."""
+    a key planned for a later release (keys.py) is refused when set, so it always holds its default. `timezone` is
+    None when not set: the project's time zone is decided by etlcraft.core.zones, not here."""
 
     project: str
-    timezone: str
+    timezone: str | None
     max_parallel_tasks: int
     gate_wait_minutes: int
     retries: int
@@ -114,10 +115,6 @@ class OrchestrationConfig:
     heartbeat_seconds: int
     shutdown_grace_seconds: int
     db_pool_size: int
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
 
 
 class _HasSecret(Protocol):

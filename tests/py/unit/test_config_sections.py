@@ -15,7 +15,6 @@ import logging
 import os
 import re
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -593,7 +592,7 @@ def test_without_the_optional_sections_orchestration_has_its_defaults_and_there_
     assert config.email is None
     assert config.orchestration == OrchestrationConfig(
         project="default",
-        timezone="UTC",
+        timezone=None,
         max_parallel_tasks=4,
         gate_wait_minutes=60,
         retries=0,
@@ -604,7 +603,6 @@ def test_without_the_optional_sections_orchestration_has_its_defaults_and_there_
         shutdown_grace_seconds=60,
         db_pool_size=10,
     )
-    assert config.orchestration.zone == ZoneInfo("UTC")
 
 
 def test_an_empty_orchestration_mapping_means_every_default(tmp_path: Path) -> None:
@@ -614,10 +612,12 @@ def test_an_empty_orchestration_mapping_means_every_default(tmp_path: Path) -> N
     assert empty.sha256 == absent.sha256
 
 
-def test_every_orchestration_key_has_a_default() -> None:
+def test_every_orchestration_key_is_optional_with_a_default__but_the_time_zone() -> None:
+    """Timezone has no default: when it is not set, the project's row or UTC decides (etlcraft.core.zones)."""
     for key in KEYS:
         if key.section == "Orchestration":
-            assert key.default is not None and not key.required, key.path
+            assert not key.required, key.path
+            assert (key.default is None) == (key.name == "Timezone"), key.path
 
 
 @pytest.mark.usefixtures("email_supported")
@@ -652,7 +652,6 @@ def test_every_orchestration_key_is_read(tmp_path: Path) -> None:
     )
     settings = load_config(write_project(tmp_path, text)).orchestration
     assert dataclasses.astuple(settings) == ("default", "America/New_York", 16, 0, 3, 0, 1.5, 5, 2, 0, 10)
-    assert settings.zone == ZoneInfo("America/New_York")
 
 
 @pytest.mark.usefixtures("email_supported")
@@ -710,7 +709,7 @@ def test_numbers_are_digits_with_an_optional_decimal_part(tmp_path: Path, writte
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/Argentina/Buenos_Aires", "Asia/Kolkata"])
 def test_iana_time_zones_are_accepted(tmp_path: Path, zone: str) -> None:
     settings = load_config(write_project(tmp_path, orchestration(f"  Timezone: {zone}\n"))).orchestration
-    assert settings.timezone == zone and settings.zone == ZoneInfo(zone)
+    assert settings.timezone == zone
 
 
 def test_heartbeat_just_under_half_the_lease_is_accepted(tmp_path: Path) -> None:
@@ -785,7 +784,8 @@ def test_the_example_in_the_configuration_reference_loads(tmp_path: Path) -> Non
     assert example
     config = load_config(write_project(tmp_path, example.group(1)))
     assert config.email is None
-    assert config.orchestration == load_config(write_project(tmp_path / "bare", BASE)).orchestration
+    bare = load_config(write_project(tmp_path / "bare", BASE)).orchestration
+    assert config.orchestration == dataclasses.replace(bare, timezone="Europe/Paris")
 
 
 # ------------------------------------------------------------------------------------------------ fingerprint
@@ -800,7 +800,7 @@ def test_sha256_is_equal_for_explicit_defaults_and_equivalent_spellings(tmp_path
             BASE
             + EMAIL.replace("[ops@example.com]", "\n    - ops@example.com")
             + "  port: '587'\n  tls_mode: starttls\n"
-            + "Orchestration:\n  Retry_backoff: 2\n  Max_parallel_tasks: '4'\n  Timezone: UTC\n",
+            + "Orchestration:\n  Retry_backoff: 2\n  Max_parallel_tasks: '4'\n  Gate_wait_minutes: 060\n",
         )
     ).sha256
     assert absent == explicit
@@ -812,6 +812,7 @@ def test_sha256_is_equal_for_explicit_defaults_and_equivalent_spellings(tmp_path
         "Orchestration:\n  Max_parallel_tasks: 5\n",
         "Orchestration:\n  Retry_backoff: 2.5\n",
         "Orchestration:\n  Timezone: Europe/Paris\n",
+        "Orchestration:\n  Timezone: UTC\n",
         EMAIL,
         EMAIL + "  port: 2525\n",
         EMAIL + "  tls_mode: ssl\n",
@@ -822,7 +823,7 @@ def test_sha256_is_equal_for_explicit_defaults_and_equivalent_spellings(tmp_path
         EMAIL.replace("[ops@example.com]", "[ops@example.com, dev@example.com]"),
     ],
     ids=[
-        "max-parallel", "backoff", "timezone", "email-added", "port", "tls-mode", "ca-file", "prefix",
+        "max-parallel", "backoff", "timezone", "timezone-utc", "email-added", "port", "tls-mode", "ca-file", "prefix",
         "username-and-secret", "secret-name", "recipient",
     ],
 )
