@@ -33,6 +33,11 @@ class CliContext:
             self._config = load_config(self.project_dir)
         return self._config
 
+    def configured_timezone(self) -> str | None:
+        """`Orchestration: Timezone` of the project's craft-connector.yml; None when not set or without a project
+        (an Engine DB named by --engine-url alone). etlcraft.core.zones puts it after the project row's."""
+        return self.config().orchestration.timezone if self.has_project else None
+
     def actor(self) -> Actor:
         return resolve_actor()
 

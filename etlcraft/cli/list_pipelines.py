@@ -9,6 +9,7 @@ import click
 
 from etlcraft.cli.context import CliContext
 from etlcraft.cli.output import document, emit, format_option
+from etlcraft.core.zones import schedule_zone
 from etlcraft.services.metadata import PipelineView, list_pipelines
 
 
@@ -16,25 +17,29 @@ from etlcraft.services.metadata import PipelineView, list_pipelines
 @format_option
 @click.pass_obj
 def command(ctx: CliContext, output_format: str) -> None:
-    """List the active pipelines of the Engine DB: code, name, schedule and its time zone, number of active
-    tasks, and whether the pipeline is active or paused."""
+    """List the active pipelines of the Engine DB: code, name, schedule and its time zone (the pipeline's own, else
+    its project's), number of active tasks, and whether the pipeline is active or paused."""
     pipelines = list_pipelines(ctx.existing_engine_db())
-    emit(output_format, document("pipelines", 1, {"pipelines": [pipeline_json(p) for p in pipelines]}),
-         lambda: pipelines_text(pipelines))
+    configured = ctx.configured_timezone()
+    emit(output_format, document("pipelines", 1, {"pipelines": [pipeline_json(p, configured) for p in pipelines]}),
+         lambda: pipelines_text(pipelines, configured))
 
 
-def pipeline_json(p: PipelineView) -> dict[str, Any]:
+def pipeline_json(p: PipelineView, configured: str | None) -> dict[str, Any]:
+    zone = p.project_zone(configured)
     return {"project": p.project_code, "code": p.code, "name": p.name, "schedule": p.schedule,
-            "timezone": p.timezone, "tasks": p.task_count, "state": p.state, "paused": p.paused}
+            "timezone": p.timezone, "project_timezone": zone.name, "project_timezone_source": zone.source,
+            "tasks": p.task_count, "state": p.state, "paused": p.paused}
 
 
-def pipelines_text(pipelines: Sequence[PipelineView]) -> str:
+def pipelines_text(pipelines: Sequence[PipelineView], configured: str | None) -> str:
     if not pipelines:
         return "no active pipelines; add them in a project migration (migrations/) and run etl-craft migrate"
     several = len({p.project_code for p in pipelines}) > 1
     header = [*(["PROJECT"] if several else []), "PIPELINE", "NAME", "SCHEDULE", "TIMEZONE", "TASKS", "STATE"]
     rows = [[*([p.project_code] if several else []), p.code, p.name or "", p.schedule or "(none)",
-             p.timezone or ("(project)" if p.schedule else ""), str(p.task_count), p.state] for p in pipelines]
+             schedule_zone(p.timezone, p.project_zone(configured)) + ("" if p.timezone else " (project)"),
+             str(p.task_count), p.state] for p in pipelines]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in [header, *rows])

@@ -122,7 +122,6 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
             elif task is None and (server := active_server(ctx.engine_db())) is not None:
                 config = ctx.config()
                 outcome = hand_over(ctx.engine_db(), config, request, server,
-                                    request.run_date or datetime.now(config.orchestration.zone).date(),
                                     on_event=(lambda _: None) if quiet else click.echo)
             else:
                 outcome = run_pipeline(ctx.engine_db(), ctx.config(), request,

@@ -8,6 +8,7 @@ import click
 
 from etlcraft.cli.context import CliContext
 from etlcraft.cli.output import document, emit, format_option
+from etlcraft.core.zones import ProjectZone
 from etlcraft.services.metadata import PipelineDetail, TaskEdge, TaskView, show_pipeline
 
 
@@ -20,7 +21,8 @@ def command(ctx: CliContext, pipeline_code: str, output_format: str) -> None:
     their dependencies in the pipeline and across pipelines, and the graph derived from them, task by
     dependency level."""
     detail = show_pipeline(ctx.existing_engine_db(), pipeline_code)
-    emit(output_format, detail_document(detail), lambda: detail_text(detail))
+    zone = detail.pipeline.project_zone(ctx.configured_timezone())
+    emit(output_format, detail_document(detail, zone), lambda: detail_text(detail, zone))
 
 
 def _edge_json(e: TaskEdge) -> dict[str, Any]:
@@ -38,11 +40,12 @@ def _task_json(t: TaskView, detail: PipelineDetail) -> dict[str, Any]:
             "depends_on": [_edge_json(e) for e in detail.edges if e.task_id == t.task_id]}
 
 
-def detail_document(d: PipelineDetail) -> dict[str, Any]:
+def detail_document(d: PipelineDetail, zone: ProjectZone) -> dict[str, Any]:
     p = d.pipeline
     return document("pipeline", 1, {
         "pipeline": {"project": p.project_code, "code": p.code, "name": p.name, "description": p.description,
-                     "schedule": p.schedule, "timezone": p.timezone, "state": p.state, "paused": p.paused,
+                     "schedule": p.schedule, "timezone": p.timezone, "project_timezone": zone.name,
+                     "project_timezone_source": zone.source, "state": p.state, "paused": p.paused,
                      "priority": p.priority, "max_parallel_tasks": p.max_parallel_tasks, "tasks": p.task_count},
         "tasks": [_task_json(t, d) for t in d.tasks],
         "upstream_pipelines": [{"pipeline": e.upstream_pipeline_code, "type": e.type} for e in d.upstream_pipelines],
@@ -59,10 +62,11 @@ def _upstream_text(e: TaskEdge, pipeline: str) -> str:
     return f"{name} ({e.type}{'' if e.upstream_active else ', switched off'})"
 
 
-def detail_text(d: PipelineDetail) -> str:
+def detail_text(d: PipelineDetail, zone: ProjectZone) -> str:
     p = d.pipeline
     lines = [f"pipeline {p.code}" + (f" ({p.name})" if p.name else "") + f": {p.state}",
-             f"  schedule: {p.schedule or 'none'}" + (f" ({p.timezone or 'project time zone'})" if p.schedule else "")]
+             f"  schedule: {p.schedule or 'none'}" + (f" ({p.timezone or 'project time zone'})" if p.schedule else ""),
+             f"  project time zone: {zone.name} ({zone.origin()})"]
     if d.upstream_pipelines:
         lines.append("  waits for pipelines: " + ", ".join(f"{e.upstream_pipeline_code} ({e.type})"
                                                            for e in d.upstream_pipelines))

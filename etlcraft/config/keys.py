@@ -3,6 +3,10 @@
 The loader (etlcraft/config/loader.py) validates each value from its row here, and
 docs/reference/configuration.md is generated from the same rows (scripts/gen_reference_docs.py), so the
 reference and the code cannot drift. Key names are case-sensitive exactly as written here.
+
+No setting is silently ignored: a section or key that nothing reads yet carries `planned`, the release (and the
+feature) that will read it, and the loader refuses it when the file sets it. Building the feature means reading the
+value and removing its `planned`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ CODE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,127}$"
 ADDRESS_PATTERN = r"^[^@\s<>,;:\"()\[\]\\]+@[^@\s<>,;:\"()\[\]\\]+$"
 HOST_PATTERN = r"^[^\s/@]+$"
 ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+
+#: The releases that will read what is refused today as "not supported yet": "<release>, with <feature>".
+SERVER_RELEASE = "0.2.0, with the scheduling server (etl-craft server)"
+API_RELEASE = "0.3.0, with the HTTP API and commands that name their project"
+ALERTS_RELEASE = "0.4.0, with alerts by e-mail and webhook"
 
 
 class KeyType(StrEnum):
@@ -41,6 +50,8 @@ class Section:
     name: str
     required: bool
     meaning: str
+    #: Not read by this version: the release that will, "<release>, with <feature>"; the loader refuses the section.
+    planned: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ class Key:
     missing_hint: str | None = None
     #: Refuse a value holding "@" without showing it: user information is never written here.
     refuse_user_info: bool = False
+    #: Not read by this version: the release that will, "<release>, with <feature>"; the loader refuses the key.
+    planned: str | None = None
 
     @property
     def path(self) -> str:
@@ -137,12 +150,11 @@ TLS_MODES = ("starttls", "ssl", "none")
 SECTIONS: tuple[Section, ...] = (
     Section("Engine", True, "The Engine DB: metadata, run history and the state machine."),
     Section("Warehouse", True, "The database SQL tasks read and write."),
-    Section("Email", False, "The SMTP relay alert e-mails go through. Without it, etl-craft sends no e-mail."),
+    Section("Email", False, "The SMTP relay that alert e-mails will go through.", planned=ALERTS_RELEASE),
     Section(
         "Orchestration",
         False,
-        "How runs are scheduled, retried, leased and stopped. Every key has a default, so the section is "
-        "optional.",
+        "How runs are scheduled, retried, leased and stopped. Every key is optional, so the section is too.",
     ),
 )
 
@@ -263,13 +275,15 @@ KEYS: tuple[Key, ...] = (
         "Orchestration",
         "Project",
         KeyType.CODE,
-        "The project's code in the Engine DB.",
+        "The project's code in the Engine DB, which commands would act on.",
         default="default",
         pattern=CODE_PATTERN,
         pattern_meaning="a code: a letter, then up to 127 letters, digits or _",
+        planned=API_RELEASE,
     ),
     Key("Orchestration", "Timezone", KeyType.TIMEZONE,
-        "The project's time zone: schedules without their own time zone and run dates use it.", default="UTC"),
+        "The project's time zone when its CFG_PROJECTS row sets no TIMEZONE (then UTC when this is not set "
+        "either): run dates, and the schedules of pipelines without a SCHEDULE_TIMEZONE, use it."),
     Key("Orchestration", "Max_parallel_tasks", KeyType.INTEGER,
         "How many tasks of one pipeline run at the same time.", default=4, minimum=1),
     Key("Orchestration", "Gate_wait_minutes", KeyType.INTEGER,
@@ -291,7 +305,8 @@ KEYS: tuple[Key, ...] = (
         "On SIGTERM, how long the server waits for running attempts before stopping them.",
         default=60, minimum=0),
     Key("Orchestration", "Db_pool_size", KeyType.INTEGER,
-        "The server's Engine DB connection pool size.", default=10, minimum=1, maximum=100),
+        "The server's Engine DB connection pool size.", default=10, minimum=1, maximum=100,
+        planned=SERVER_RELEASE),
 )
 
 
@@ -348,6 +363,11 @@ RULES: tuple[Rule, ...] = (
 
 def section(name: str) -> Section:
     return next(s for s in SECTIONS if s.name == name)
+
+
+def planned_for(key: Key) -> str | None:
+    """The release that will read `key` ("<release>, with <feature>"): its own, or its section's; None: read now."""
+    return key.planned or section(key.section).planned
 
 
 def keys_of(section_name: str) -> tuple[Key, ...]:

@@ -5,7 +5,8 @@ docs/reference/configuration.md). Unknown sections and keys are refused naming t
 twice is refused with both line numbers (B56); secrets are never values in the file but names of variables,
 read from the environment or the project's .env when needed (B58); credential-looking URL query keys are
 refused (B48); relative paths resolve against the project directory, never the working directory (B55); whole
-numbers are plain ASCII digits within their range (S2.G.8).
+numbers are plain ASCII digits within their range (S2.G.8). A section or key that this version does not read yet
+(`planned` in keys.py) is refused naming the release planned for it: no setting is silently ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from zoneinfo import ZoneInfo, available_timezones
 
 import yaml
 
+from etlcraft import __version__
 from etlcraft.config.keys import (
     ENGINE_DIALECTS,
     SECTIONS,
@@ -35,6 +37,7 @@ from etlcraft.config.keys import (
     Key,
     KeyType,
     keys_of,
+    planned_for,
     rules_of,
     section_names,
 )
@@ -97,10 +100,12 @@ class EmailConfig:
 
 @dataclass(frozen=True)
 class OrchestrationConfig:
-    """Scheduling, retries, leases and shutdown (section Orchestration); every field has a default."""
+    """Scheduling, retries, leases and shutdown (section Orchestration). A key that is not set holds its default;
+    a key planned for a later release (keys.py) is refused when set, so it always holds its default. `timezone` is
+    None when not set: the project's time zone is decided by etlcraft.core.zones, not here."""
 
     project: str
-    timezone: str
+    timezone: str | None
     max_parallel_tasks: int
     gate_wait_minutes: int
     retries: int
@@ -110,10 +115,6 @@ class OrchestrationConfig:
     heartbeat_seconds: int
     shutdown_grace_seconds: int
     db_pool_size: int
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
 
 
 class _HasSecret(Protocol):
@@ -239,6 +240,11 @@ def load_config(project_dir: Path) -> ProjectConfig:
     for section in SECTIONS:
         if section.required and section.name not in raw:
             raise ConfigurationError(f"{CONFIG_FILE}: the section {section.name} is missing")
+        if section.planned and section.name in raw:
+            raise ConfigurationError(
+                f"{CONFIG_FILE}: the section {section.name} is not supported yet: it is planned for etl-craft "
+                f"{section.planned}; remove the section (etl-craft {__version__} does not read it)"
+            )
     nodes = _value_nodes(document)
     engine, engine_values = _connection("Engine", raw["Engine"], nodes, project_dir)
     warehouse, warehouse_values = _connection("Warehouse", raw["Warehouse"], nodes, project_dir)
@@ -288,6 +294,13 @@ def _section_values(section: str, raw: object, nodes: Mapping[tuple[str, str], y
             raise ConfigurationError(
                 f"{CONFIG_FILE}: unknown key {section}.{name}; the keys of {section} are {', '.join(keys)}"
                 + _suggestion(str(name), list(keys))
+            )
+        planned = planned_for(keys[name])
+        if planned:
+            raise ConfigurationError(
+                f"{CONFIG_FILE}: {section}.{name} is set to {_shown(raw[name], nodes.get((section, name)))}, but it "
+                f"is not supported yet: it is planned for etl-craft {planned}; remove it (etl-craft {__version__} "
+                "does not read it)"
             )
     return {name: _check(keys[name], value, nodes.get((section, name))) for name, value in raw.items()}
 

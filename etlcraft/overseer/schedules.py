@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from etlcraft.core import zones
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.cron import CronError, CronSchedule, next_after, parse, tick_of, ticks_between
 from etlcraft.core.enums import ActorKind
@@ -88,13 +89,13 @@ def parse_tick_key(key: str | None) -> datetime | None:
         return None
 
 
-def zone_name(schedule_zone: str | None, project_zone: str | None, configured: str) -> str:
-    """The zone a pipeline's schedule and run dates are read in: its own, else its project's, else the
-    configuration's (Orchestration: Timezone)."""
-    return schedule_zone or project_zone or configured
+def zone_name(schedule_zone: str | None, project_code: str, project_zone: str | None, configured: str | None) -> str:
+    """The zone a pipeline's schedule and run dates are read in: its own, else its project's, which
+    etlcraft.core.zones decides (the project row's TIMEZONE, else Orchestration: Timezone, else UTC)."""
+    return zones.schedule_zone(schedule_zone, zones.project_zone(project_code, project_zone, configured))
 
 
-def read_schedules(db: EngineDB, configured_zone: str,
+def read_schedules(db: EngineDB, configured_zone: str | None,
                    on_problem: Callable[[str], None] = lambda _: None) -> list[Schedule]:
     """Every active pipeline with a schedule. A schedule or zone that does not parse (validate refuses both) is
     reported through on_problem and left out, so one bad row stops no other pipeline."""
@@ -110,12 +111,13 @@ def read_schedules(db: EngineDB, configured_zone: str,
     return found
 
 
-def _schedule(row: dict[str, Any], configured_zone: str) -> Schedule:
+def _schedule(row: dict[str, Any], configured_zone: str | None) -> Schedule:
     start = row["schedule_start_date"]
     return Schedule(
         pipeline_id=int(row["pipeline_id"]), pipeline_code=str(row["pipeline_code"]),
         cron=parse(str(row["run_schedule"])),
-        zone=ZoneInfo(zone_name(row["schedule_timezone"], row["project_timezone"], configured_zone)),
+        zone=ZoneInfo(zone_name(row["schedule_timezone"], str(row["project_code"]), row["project_timezone"],
+                                configured_zone)),
         start_date=date.fromisoformat(start) if isinstance(start, str) else start,
         catchup=row["catchup"] == "Y", max_catchup_runs=int(row["max_catchup_runs"] or 1),
         overlap_policy=str(row["overlap_policy"] or "SKIP"), last_tick=parse_tick_key(row["last_tick_key"]),
@@ -125,7 +127,7 @@ def _schedule(row: dict[str, Any], configured_zone: str) -> Schedule:
 class Scheduler:
     """Creates the runs of due ticks. `started_at` is when the server started: ticks at or before it were missed."""
 
-    def __init__(self, db: EngineDB, started_at: datetime, configured_zone: str, run_settings: dict[str, Any],
+    def __init__(self, db: EngineDB, started_at: datetime, configured_zone: str | None, run_settings: dict[str, Any],
                  on_event: Callable[[str], None]) -> None:
         self.db, self.started_at, self.configured_zone = db, started_at, configured_zone
         self.run_settings, self.on_event = run_settings, on_event

@@ -68,7 +68,7 @@ class ServerSettings:
     heartbeat_seconds: float
     shutdown_grace_seconds: float
     gate_wait_seconds: int
-    timezone: str  # Orchestration: Timezone, for schedules whose pipeline and project set none
+    timezone: str | None  # Orchestration: Timezone (None: not set), for schedules whose pipeline and project set none
     run_settings: dict[str, Any]  # what create_run keeps on a scheduled run (config checksum, retry defaults)
     child: ChildRequest
 

@@ -20,7 +20,14 @@ from etlcraft.engine.functions import call, call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.overseer.driver import RunOutcome
 from etlcraft.overseer.local import Interrupted, signals_as_interrupts
-from etlcraft.services.runs import Pipeline, RunRequest, action_arguments, create_run_settings, find_pipeline
+from etlcraft.services.runs import (
+    Pipeline,
+    RunRequest,
+    action_arguments,
+    create_run_settings,
+    find_pipeline,
+    run_date_of,
+)
 from etlcraft.supervisor.local import Ended
 
 #: How often the followed run is read again.
@@ -28,11 +35,11 @@ POLL_SECONDS = 0.5
 _ENDED = (RunStatus.SUCCESS, RunStatus.FAILED, RunStatus.SKIPPED, RunStatus.CANCELLED)
 
 
-def hand_over(db: EngineDB, config: ProjectConfig, request: RunRequest, server: dict[str, Any], run_date: date,
+def hand_over(db: EngineDB, config: ProjectConfig, request: RunRequest, server: dict[str, Any],
               on_event: Callable[[str], None] = lambda _: None) -> RunOutcome:
     """Create or choose the run as `etl-craft run` would, leave it to the server, and follow it until it ends."""
     pipeline = find_pipeline(db, request.pipeline_code)
-    run_id, key = _the_run(db, config, pipeline, request, run_date)
+    run_id, key = _the_run(db, config, pipeline, request, run_date_of(request, config, pipeline))
     who = f"overseer {server.get('overseer_id')} on {server.get('host')} pid {server.get('pid')}"
     call(db, "record_action", command="run", arguments=action_arguments(request, handed_to=who),
          pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())

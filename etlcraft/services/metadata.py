@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from etlcraft.core.errors import AmbiguousError, EngineDbError, NotFoundError
+from etlcraft.core.zones import ProjectZone, project_zone
 from etlcraft.engine.catalog import table_exists
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all
@@ -23,7 +24,7 @@ class ProjectView:
     project_id: int
     code: str
     name: str | None
-    timezone: str
+    timezone: str | None  # None: the row sets none (etlcraft.core.zones)
     default_pool: str
 
 
@@ -42,10 +43,16 @@ class PipelineView:
     max_parallel_tasks: int | None
     task_count: int
     paused: bool
+    #: The project row's TIMEZONE, None when it sets none: see project_zone.
+    project_timezone: str | None = None
 
     @property
     def state(self) -> str:
         return "paused" if self.paused else "active"
+
+    def project_zone(self, configured: str | None) -> ProjectZone:
+        """The time zone of the pipeline's project, given `Orchestration: Timezone` (None when not set)."""
+        return project_zone(self.project_code, self.project_timezone, configured)
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,8 @@ def load_metadata(db: EngineDB) -> Metadata:
     pipelines = tuple(
         PipelineView(r["pipeline_id"], r["project_code"], r["pipeline_code"], r["pipeline_name"], r["description"],
                      r["run_schedule"], r["schedule_timezone"], _flag(r["catchup"]), r["overlap_policy"],
-                     int(r["priority"]), r["max_parallel_tasks"], int(r["task_count"]), _flag(r["paused"]))
+                     int(r["priority"]), r["max_parallel_tasks"], int(r["task_count"]), _flag(r["paused"]),
+                     r["project_timezone"])
         for r in raw["pipelines"])
     codes = {p.pipeline_id: p.code for p in pipelines}
     parameters: dict[int, list[ParameterValue]] = {}

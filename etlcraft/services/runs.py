@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from etlcraft.core.errors import (
 )
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, is_alive, owner_id
+from etlcraft.core.zones import project_zone
 from etlcraft.engine.actions import masked
 from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.functions import call, call_in
@@ -67,6 +68,9 @@ class Pipeline:
     pipeline_id: int
     code: str
     slots: int | None
+    project_code: str = ""
+    #: The project row's TIMEZONE; None when the row sets none (etlcraft.core.zones decides the zone).
+    project_timezone: str | None = None
 
 
 def action_arguments(request: RunRequest, **more: Any) -> str:
@@ -87,7 +91,14 @@ def find_pipeline(db: EngineDB, code: str) -> Pipeline:
         projects = ", ".join(r["project_code"] for r in rows)
         raise AmbiguousError(f"pipeline {code} exists in several projects ({projects}); etl-craft cannot tell which")
     row = rows[0]
-    return Pipeline(int(row["pipeline_id"]), code, row["max_parallel_tasks"])
+    return Pipeline(int(row["pipeline_id"]), code, row["max_parallel_tasks"], row["project_code"], row["timezone"])
+
+
+def run_date_of(request: RunRequest, config: ProjectConfig, pipeline: Pipeline) -> date:
+    """The date of a new run: --run-date, else today in the project's time zone (etlcraft.core.zones)."""
+    if request.run_date is not None:
+        return request.run_date
+    return project_zone(pipeline.project_code, pipeline.project_timezone, config.orchestration.timezone).today()
 
 
 def require_task(db: EngineDB, pipeline: Pipeline, task_code: str) -> None:
@@ -249,8 +260,8 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     pipeline = find_pipeline(db, request.pipeline_code)
     identity = engine_id(db)
     lease = orchestration.lease_seconds
+    run_date = run_date_of(request, config, pipeline)
     reconcile(db, lease)
-    run_date = request.run_date or datetime.now(orchestration.zone).date()
     run_id = choose_run(db, pipeline, request, run_date, config, orchestration.gate_wait_minutes * 60,
                         on_event)
     me = owner_id()
@@ -371,7 +382,7 @@ def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request:
             row = fetch_one(db, conn, "run_header", run_id=found["pipeline_run_id"])
             assert row is not None
             return row
-    run_date = request.run_date or datetime.now(config.orchestration.zone).date()
+    run_date = run_date_of(request, config, pipeline)
     run_id = choose_run(db, pipeline, request, run_date, config)
     with db.read() as conn:
         row = fetch_one(db, conn, "run_header", run_id=run_id)
@@ -496,8 +507,8 @@ def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
     """`run --init-only`: create and admit the run (or find the one the key or the pipeline's active run names)
     without running anything, for an orchestrator that then runs each task with --task-code."""
     pipeline = find_pipeline(db, request.pipeline_code)
+    run_date = run_date_of(request, config, pipeline)
     reconcile(db, config.orchestration.lease_seconds)
-    run_date = request.run_date or datetime.now(config.orchestration.zone).date()
     run_id = choose_run(db, pipeline, request, run_date, config)
     call(db, "record_action", command="run --init-only", arguments=action_arguments(request),
          pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters as params
@@ -34,6 +33,8 @@ from etlcraft.core.selects import (
 )
 from etlcraft.core.sqltext import describe_tokens, find_tokens, known_text, substitute
 from etlcraft.core.states import state_machine
+from etlcraft.core.zones import EXPECTED as _ZONE_EXPECTED
+from etlcraft.core.zones import zone_problem
 from etlcraft.engine.db import EngineDB
 from etlcraft.services import validate_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, load_metadata
@@ -127,16 +128,8 @@ def check_metadata(metadata: Metadata, project_dir: Path, warehouse_dialect: str
 # -- projects and pipelines ----------------------------------------------------------------------------------
 
 def _zone_problem(zone: str | None) -> str | None:
-    if zone is None:
-        return None
-    try:
-        ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        return "is not an IANA time zone"
-    return None
-
-
-_ZONE_EXPECTED = "an IANA time zone name such as UTC, Europe/London or America/New_York"
+    """A set time zone that is not one (etlcraft.core.zones checks it, as run does); None: not set, or fine."""
+    return None if zone is None else zone_problem(zone)
 
 
 def _project_problems(metadata: Metadata) -> Iterator[Problem]:
@@ -145,7 +138,8 @@ def _project_problems(metadata: Metadata) -> Iterator[Problem]:
         if _zone_problem(project.timezone):
             yield Problem("timezone-unknown", f"project {project.code}", f"TIMEZONE {project.timezone!r} is not an "
                           "IANA time zone", project.timezone, _ZONE_EXPECTED,
-                          f"set CFG_PROJECTS.TIMEZONE {_NEW_MIGRATION}", codes)
+                          f"set CFG_PROJECTS.TIMEZONE {_NEW_MIGRATION}, or set it to NULL to use "
+                          "Orchestration: Timezone of craft-connector.yml, else UTC", codes)
         if not params.CODE.match(project.default_pool):
             yield Problem("pool-not-identifier", f"project {project.code}", f"DEFAULT_POOL {project.default_pool!r} "
                           "is not a pool name", project.default_pool, params.BY_NAME["POOL"].expected,

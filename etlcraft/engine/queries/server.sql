@@ -20,7 +20,7 @@ SELECT OVERSEER_ID, OWNER_ID, HOST, PID, VERSION, STARTED_AT, HEARTBEAT_AT
 -- Every active pipeline with a schedule, with what the scheduler needs: its zone (or its project's), catch-up and
 -- overlap policy, whether it is paused, and the newest run a schedule tick created (run keys schedule:<UTC ISO>
 -- sort by time).
-SELECT p.PIPELINE_ID, p.PIPELINE_CODE, p.RUN_SCHEDULE, p.SCHEDULE_TIMEZONE, pr.TIMEZONE AS PROJECT_TIMEZONE,
+SELECT p.PIPELINE_ID, p.PIPELINE_CODE, p.RUN_SCHEDULE, p.SCHEDULE_TIMEZONE, pr.PROJECT_CODE, pr.TIMEZONE AS PROJECT_TIMEZONE,
        p.SCHEDULE_START_DATE, p.CATCHUP, p.MAX_CATCHUP_RUNS, p.OVERLAP_POLICY, p.CREATED_DATE,
        (SELECT MAX(r.RUN_KEY) FROM {AUD_PIPELINES_RUN_LOG} r
          WHERE r.PIPELINE_ID = p.PIPELINE_ID AND r.TRIGGER_KIND = 'SCHEDULE') AS LAST_TICK_KEY,

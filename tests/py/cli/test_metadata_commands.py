@@ -150,18 +150,21 @@ def test_list_text_and_json(paused_reports: Path) -> None:
     assert (done.code, done.err) == (0, "")
     assert done.out.splitlines() == [
         "PIPELINE         NAME             SCHEDULE   TIMEZONE       TASKS  STATE",
-        "customer_orders  Customer orders  0 6 * * *  (project)      3      active",
+        "customer_orders  Customer orders  0 6 * * *  UTC (project)  3      active",
         "reports          Reports          @daily     Europe/London  1      paused",
-        "shop_ingest      Shop ingestion   0 * * * *  (project)      2      active",
+        "shop_ingest      Shop ingestion   0 * * * *  UTC (project)  2      active",
     ]
     doc = json.loads(etl_craft("list", "--format", "json", cwd=two_pipelines).out)
     assert doc == {"schema": "etl-craft/pipelines/1", "pipelines": [
         {"project": "demo", "code": "customer_orders", "name": "Customer orders", "schedule": "0 6 * * *",
-         "timezone": None, "tasks": 3, "state": "active", "paused": False},
+         "timezone": None, "project_timezone": "UTC", "project_timezone_source": "default", "tasks": 3,
+         "state": "active", "paused": False},
         {"project": "demo", "code": "reports", "name": "Reports", "schedule": "@daily", "timezone": "Europe/London",
-         "tasks": 1, "state": "paused", "paused": True},
+         "project_timezone": "UTC", "project_timezone_source": "default", "tasks": 1, "state": "paused",
+         "paused": True},
         {"project": "demo", "code": "shop_ingest", "name": "Shop ingestion", "schedule": "0 * * * *",
-         "timezone": None, "tasks": 2, "state": "active", "paused": False},
+         "timezone": None, "project_timezone": "UTC", "project_timezone_source": "default", "tasks": 2,
+         "state": "active", "paused": False},
     ]}
 
 
@@ -172,6 +175,7 @@ def test_show_text(paused_reports: Path) -> None:
     assert done.out.splitlines() == [
         "pipeline customer_orders (Customer orders): active",
         "  schedule: 0 6 * * * (project time zone)",
+        "  project time zone: UTC (the default; set CFG_PROJECTS.TIMEZONE or Orchestration: Timezone to change it)",
         "  waits for pipelines: shop_ingest (SUCCESS)",
         "  pipelines waiting for it: reports",
         "",
@@ -198,6 +202,8 @@ def test_show_text(paused_reports: Path) -> None:
     ]
     reports = etl_craft("show", "--pipeline-code", "reports", cwd=two_pipelines).out.splitlines()
     assert reports[:2] == ["pipeline reports (Reports): paused", "  schedule: @daily (Europe/London)"]
+    assert reports[2] == ("  project time zone: UTC (the default; set CFG_PROJECTS.TIMEZONE or Orchestration: "
+                          "Timezone to change it)")
     assert "  waits for pipelines: customer_orders (SUCCESS)" in reports
     assert "    waits for (ALL): customer_orders.customer_totals (HAS_DATA)" in reports
 

@@ -459,7 +459,8 @@ def _(s: Setup) -> None:
 
 @case("project_timezone_unknown",
      f"project proj: TIMEZONE 'CET+1' is not an IANA time zone; expected an IANA time zone "
-     f"name such as UTC, Europe/London or America/New_York; set CFG_PROJECTS.TIMEZONE{MIG}")
+     f"name such as UTC, Europe/London or America/New_York; set CFG_PROJECTS.TIMEZONE{MIG}, or set it to NULL to "
+     "use Orchestration: Timezone of craft-connector.yml, else UTC")
 def _(s: Setup) -> None:
     assert s.project.project_id is not None
     s.update("CFG_PROJECTS", "PROJECT_ID", s.project.project_id, TIMEZONE="CET+1")

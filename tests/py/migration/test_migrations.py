@@ -450,3 +450,35 @@ def test_0014_engine_id__never_changes__refused_with_ec002(engine_db: EngineDB) 
             with engine_db.write() as conn:
                 conn.execute(sa.text(statement))
     assert _identity(engine_db) == before
+
+
+def test_0016_upgrade__project_timezone_may_be_null__utc_rows_defer_to_the_configuration__others_kept(
+        empty_db: EngineDB) -> None:
+    """CFG_PROJECTS.TIMEZONE loses NOT NULL and its default 'UTC' (the project row, then Orchestration: Timezone,
+    then UTC: etlcraft.core.zones). Rows holding 'UTC', which nothing read before, become NULL, so a project keeps
+    the zone its runs had; other values stay. A row written afterwards without TIMEZONE has none, also through a
+    connection opened before the upgrade (SQLite edits the definition in place and must make others reload it)."""
+    q = empty_db.qualify
+    with acting_as(ACTOR):
+        migrate(empty_db, up_to="0015")
+        with empty_db.write() as conn:
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE) VALUES ('defaulted')"))
+            conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE, TIMEZONE) VALUES ('paris', "
+                                 "'Europe/Paris')"))
+        other = EngineDB(empty_db.url.render_as_string(hide_password=False))
+        try:
+            with other.read() as conn:  # a connection of another process, open across the upgrade
+                conn.execute(sa.text(f"SELECT COUNT(*) FROM {q('CFG_PROJECTS')}")).scalar()
+            report = migrate(empty_db, up_to="0016")
+            with other.write() as conn:
+                conn.execute(sa.text(f"INSERT INTO {q('CFG_PROJECTS')} (PROJECT_CODE) VALUES ('later')"))
+        finally:
+            other.dispose()
+    assert [m.version for m in report.applied] == ["0016"]
+    with empty_db.read() as conn:
+        rows = conn.execute(sa.text(f"SELECT PROJECT_CODE, TIMEZONE FROM {q('CFG_PROJECTS')} ORDER BY PROJECT_ID"))
+        assert [tuple(r) for r in rows] == [("defaulted", None), ("paris", "Europe/Paris"), ("later", None)]
+        changes = conn.execute(sa.text(f"SELECT ROW_KEY FROM {q('AUD_METADATA_CHANGES')} WHERE OPERATION = 'UPDATE'"))
+        assert [r[0] for r in changes] == ["PROJECT_ID=1"], "the change is recorded like any metadata change"
+        if not empty_db.is_postgres:
+            assert conn.execute(sa.text("PRAGMA integrity_check")).scalar() == "ok"

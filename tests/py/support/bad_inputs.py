@@ -146,6 +146,12 @@ CONFIG_EDITS: dict[str, Edit] = {
     "email-without-host": _replace_section("Email", {"from_address": "etl@example.com", "to": ["ops@example.com"]}),
     "email-bad-address": _replace_section("Email", {"host": "smtp.example.com", "from_address": "not an address",
                                                     "to": ["ops@example.com"]}),
+    # Planned for a later release, so refused rather than silently ignored (etlcraft/config/keys.py, `planned`).
+    "email-section-planned": _replace_section("Email", {"host": "smtp.example.com", "from_address": "etl@example.com",
+                                                        "to": ["ops@example.com"]}),
+    "project-key-planned": _set("Orchestration", "Project", "shop"),
+    "db-pool-size-planned": _set("Orchestration", "Db_pool_size", 20),
+    "db-pool-size-planned-with-default": _set("Orchestration", "Db_pool_size", 10),
 }
 
 #: Commands that read the configuration first; each config case runs with one of them in turn, so every command

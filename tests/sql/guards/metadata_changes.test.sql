@@ -102,7 +102,7 @@ SELECT set_config('etl_craft.now', '2026-03-03 12:00:00+00', true);
 SELECT etl_test.act('third@party', 'HUMAN');
 
 -- 3
-SELECT lives_ok($$UPDATE etl_craft.cfg_projects SET description = description, timezone = 'UTC' WHERE project_code = 'mc'$$,
+SELECT lives_ok($$UPDATE etl_craft.cfg_projects SET description = description, timezone = timezone WHERE project_code = 'mc'$$,
   'an UPDATE that changes no value is accepted');
 SELECT is((SELECT count(*)::int FROM mc_changes), 2, 'an UPDATE that changes no value records nothing');
 SELECT results_eq(

@@ -1,7 +1,8 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
 -- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
--- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity) create: exactly its 26 tables, each with its full column list, column types and
--- NOT NULL rules, identity keys, primary key and every foreign key (and no others).
+-- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity, 0016_project_timezone_optional) create: exactly its
+-- 26 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
+-- foreign key (and no others).
 BEGIN;
 SELECT plan(164);
 
@@ -36,7 +37,7 @@ INSERT INTO expected_columns VALUES
   ('cfg_projects', 2, 'project_code', 'character varying(128)', true),
   ('cfg_projects', 3, 'project_name', 'character varying(256)', false),
   ('cfg_projects', 4, 'description', 'text', false),
-  ('cfg_projects', 5, 'timezone', 'character varying(64)', true),
+  ('cfg_projects', 5, 'timezone', 'character varying(64)', false),
   ('cfg_projects', 6, 'default_pool', 'character varying(128)', true),
   ('cfg_projects', 7, 'max_running_tasks', 'integer', false),
   ('cfg_projects', 8, 'active_flag', 'character varying(1)', true),
