@@ -25,9 +25,9 @@ HOST_PATTERN = r"^[^\s/@]+$"
 ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 
 #: The releases that will read what is refused today as "not supported yet": "<release>, with <feature>".
-SERVER_RELEASE = "0.2.0, with the scheduling server (etl-craft server)"
 API_RELEASE = "0.3.0, with the HTTP API and commands that name their project"
 ALERTS_RELEASE = "0.4.0, with alerts by e-mail and webhook"
+WORKERS_RELEASE = "0.5.0, with workers on other hosts and their connection pools"
 
 
 class KeyType(StrEnum):
@@ -305,8 +305,8 @@ KEYS: tuple[Key, ...] = (
         "On SIGTERM, how long the server waits for running attempts before stopping them.",
         default=60, minimum=0),
     Key("Orchestration", "Db_pool_size", KeyType.INTEGER,
-        "The server's Engine DB connection pool size.", default=10, minimum=1, maximum=100,
-        planned=SERVER_RELEASE),
+        "The Engine DB connection pool size of the server and its workers.", default=10, minimum=1, maximum=100,
+        planned=WORKERS_RELEASE),
 )
 
 

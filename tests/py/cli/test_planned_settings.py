@@ -28,8 +28,8 @@ def test_a_new_project_loads_as_scaffolded(tmp_path: Path, blank: tuple[str, ...
     [
         pytest.param(
             "Orchestration:\n  Db_pool_size: 20\n",
-            "Orchestration.Db_pool_size is set to 20, but it is not supported yet: it is planned for etl-craft 0.2.0, "
-            f"with the scheduling server (etl-craft server); remove it {NOT_READ}",
+            "Orchestration.Db_pool_size is set to 20, but it is not supported yet: it is planned for etl-craft 0.5.0, "
+            f"with workers on other hosts and their connection pools; remove it {NOT_READ}",
             id="db-pool-size",
         ),
         pytest.param(

@@ -512,14 +512,14 @@ PLANNED = [
     pytest.param(
         "  Db_pool_size: 20\n",
         "craft-connector.yml: Orchestration.Db_pool_size is set to 20, but it is not supported yet: it is planned "
-        "for etl-craft 0.2.0, with the scheduling server (etl-craft server); remove it (etl-craft 0.1.0.dev0 does "
+        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 does "
         "not read it)",
         id="db-pool-size",
     ),
     pytest.param(
         "  Db_pool_size: 0\n",
         "craft-connector.yml: Orchestration.Db_pool_size is set to 0, but it is not supported yet: it is planned "
-        "for etl-craft 0.2.0, with the scheduling server (etl-craft server); remove it (etl-craft 0.1.0.dev0 does "
+        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 does "
         "not read it)",
         id="db-pool-size-out-of-range-is-planned-first",
     ),
@@ -562,7 +562,7 @@ def test_the_email_section_is_refused_whatever_it_holds(tmp_path: Path, section:
 def test_the_planned_marks_follow_the_roadmap() -> None:
     assert {k.path: planned_for(k) for k in KEYS if planned_for(k) and k.section != "Email"} == {
         "Orchestration.Project": keys_module.API_RELEASE,
-        "Orchestration.Db_pool_size": keys_module.SERVER_RELEASE,
+        "Orchestration.Db_pool_size": keys_module.WORKERS_RELEASE,
     }
     assert all(planned_for(k) == keys_module.ALERTS_RELEASE for k in keys_of("Email"))
     assert [s.name for s in SECTIONS if s.planned] == ["Email"]
