@@ -22,7 +22,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import FrameType
@@ -186,7 +186,12 @@ class Server:
         self.breached: set[int] = set()  # runs whose SLA breach was logged
         self.stopping = 0
         self.lock: HeldLock
+        self.beat: Beat
         self.overseer_id = 0
+        self.stop_reason = "stopped"
+        self.outage: float | None = None  # when the Engine DB became unreachable, while it stays so
+        self.grace_until: float | None = None  # once stopping: when running tasks are stopped
+        self.last_reconcile = self.last_schedules = 0.0
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         os.set_blocking(self._wake_r, False)
@@ -195,19 +200,11 @@ class Server:
 
     def serve(self) -> int:
         """Lead until told to stop; the exit code (0 stopped, 4 the lock was lost)."""
-        # The task processes' fork server first: forked from this process while it has one thread, and before the
-        # lock is taken, so that neither it nor a task process forked from it holds the lock's file or connection
-        # (a task process that outlives a killed server would otherwise keep its successor from leading).
-        self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
-                                          self.run_settings("", 0, None).log_dir)
-        lock = try_hold(self.db, LEADER_LOCK)
-        if lock is None:
-            raise RefusedByPolicyError(self._active_message())
-        self.lock = lock
-        try:
-            return self._lead()
-        finally:
-            self.lock.release()
+        with self.leading(), self._signals():
+            while (code := self.turn()) is None:
+                pass
+            self.stop_reason = "stopped by a signal" if code == 0 else f"lost its leadership: {self.beat.lost}"
+            return code
 
     def _active_message(self) -> str:
         with self.db.read() as conn:
@@ -219,7 +216,37 @@ class Server:
         return (f"a server is already active for this Engine DB: {who}; one server leads an Engine DB at a time. "
                 "Stop that one first (SIGTERM), or leave it running: it runs every pipeline's schedule")
 
-    def _lead(self) -> int:
+    @contextlib.contextmanager
+    def leading(self) -> Iterator[None]:
+        """Take the lead (or raise RefusedByPolicyError naming the leader), record it, start the heartbeat; on the
+        way out record the ending and give the lock up. turn() runs the loop's turns inside."""
+        # The task processes' fork server first: forked from this process while it has one thread, and before the
+        # lock is taken, so that neither it nor a task process forked from it holds the lock's file or connection
+        # (a task process that outlives a killed server would otherwise keep its successor from leading).
+        self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
+                                          self.run_settings("", 0, None).log_dir)
+        lock = try_hold(self.db, LEADER_LOCK)
+        if lock is None:
+            raise RefusedByPolicyError(self._active_message())
+        self.lock = lock
+        try:
+            with acting_as(SERVER_ACTOR):
+                self._register()
+                self.beat = Beat(self)
+                self.beat.start()
+                try:
+                    yield
+                finally:
+                    self.beat.stop()
+                    if self.listener is not None:
+                        self.listener.close()
+                    with contextlib.suppress(EtlCraftError):
+                        call(self.db, "stop_overseer", overseer_id=self.overseer_id, reason=self.stop_reason)
+                    self.log(f"overseer {self.overseer_id} {self.stop_reason}")
+        finally:
+            self.lock.release()
+
+    def _register(self) -> None:
         registered = call(self.db, "register_overseer", owner_id=self.settings.owner_id, host=host(),
                           pid=os.getpid(), version=__version__)[0]
         self.overseer_id = int(registered.overseer_id)
@@ -230,21 +257,6 @@ class Server:
         self.listener = Listener(self.db) if self.db.is_postgres else None
         self.scheduler = Scheduler(self.db, self.db.clock.now(), self.settings.timezone, self.settings.run_settings,
                                    lambda message: self.log(message))
-        beat = Beat(self)
-        beat.start()
-        reason = "stopped"
-        try:
-            with self._signals(), acting_as(SERVER_ACTOR):
-                code = self._loop(beat)
-                reason = "stopped by a signal" if code == 0 else f"lost its leadership: {beat.lost}"
-                return code
-        finally:
-            beat.stop()
-            if self.listener is not None:
-                self.listener.close()
-            with contextlib.suppress(EtlCraftError):
-                call(self.db, "stop_overseer", overseer_id=self.overseer_id, reason=reason)
-            self.log(f"overseer {self.overseer_id} {reason}")
 
     def _signals(self) -> contextlib.AbstractContextManager[None]:
         """A stop signal starts the shutdown (a second one cuts the grace short) and wakes the loop."""
@@ -260,48 +272,59 @@ class Server:
 
     # -- the loop ------------------------------------------------------------------------------------------------
 
-    def _loop(self, beat: Beat) -> int:
-        outage: float | None = None
-        grace_until: float | None = None
-        last_reconcile = last_schedules = 0.0
-        while True:
-            now = time.monotonic()
-            if beat.lost:
-                self.log(f"stopping at once: {beat.lost}; the runs it owned go to the next server once their leases "
-                         "expire")
-                self._stop_all(f"the server lost its leadership ({beat.lost})")
-                return 4
-            if self.stopping:
-                if grace_until is None:
-                    grace_until = now + self.settings.shutdown_grace_seconds
-                    self.log(f"stopping: no run is started or dispatched any more; {len(self.supervisor.children)} "
-                             f"running task(s) get up to {self.settings.shutdown_grace_seconds:g} s to end")
-                if not self.supervisor.children or now >= grace_until or self.stopping > 1:
-                    self._stop_all("the etl-craft server supervising it was stopped")
-                    return 0
-            try:
-                if outage is not None:
-                    for driver in self.drivers.values():
-                        driver.release_orphans(self.supervisor)
-                    outage = None
-                if not self.stopping:
-                    self._lost_runs(beat)
-                    if now - last_reconcile >= self.settings.heartbeat_seconds:
-                        self.reconcile()
-                        self._check_slas()
-                        last_reconcile = now
-                    if self.scheduler.due(self.db.clock.now()) or now - last_schedules >= SCHEDULE_REFRESH_SECONDS:
-                        self.scheduler.tick(self.db.clock.now())
-                        last_schedules = now
-                    self._admit()
-                    self._adopt()
-                    self._step_drivers()
-                self._wait()
-            except EngineUnreachableError as exc:
-                if outage is None:
-                    outage = now
-                    self.log(f"the Engine DB is unreachable ({exc}); trying again")
-                time.sleep(min(2.0, self.settings.heartbeat_seconds))
+    def turn(self, most_seconds: float | None = None) -> int | None:
+        """One turn of the loop, then a wait for something to do (at most `most_seconds`); the exit code once the
+        server has stopped, else None."""
+        now = time.monotonic()
+        if self.beat.lost:
+            self.log(f"stopping at once: {self.beat.lost}; the runs it owned go to the next server once their leases "
+                     "expire")
+            self._stop_all(f"the server lost its leadership ({self.beat.lost})")
+            return 4
+        if self.stopping:
+            if self.grace_until is None:
+                self.grace_until = now + self.settings.shutdown_grace_seconds
+                self.log(f"stopping: no run is started or dispatched any more; {len(self.supervisor.children)} "
+                         f"running task(s) get up to {self.settings.shutdown_grace_seconds:g} s to end")
+            if not self.supervisor.children or now >= self.grace_until or self.stopping > 1:
+                self._stop_all("the etl-craft server supervising it was stopped")
+                return 0
+        try:
+            if self.outage is not None:
+                for driver in self.drivers.values():
+                    driver.release_orphans(self.supervisor)
+                self.outage = None
+            if not self.stopping:
+                self._work(now)
+            self._wait(most_seconds)
+        except EngineUnreachableError as exc:
+            if self.outage is None:
+                self.outage = now
+                self.log(f"the Engine DB is unreachable ({exc}); trying again")
+            time.sleep(min(2.0, self.settings.heartbeat_seconds))
+        return None
+
+    def _work(self, now: float) -> None:
+        """Reconcile and check SLAs (each heartbeat), create due runs, admit, take over, drive."""
+        self._lost_runs(self.beat)
+        if now - self.last_reconcile >= self.settings.heartbeat_seconds:
+            self.reconcile()
+            self._check_slas()
+            self.last_reconcile = now
+        if self.scheduler.due(self.db.clock.now()) or now - self.last_schedules >= SCHEDULE_REFRESH_SECONDS:
+            self.scheduler.tick(self.db.clock.now())
+            self.last_schedules = now
+        self._admit()
+        self._adopt()
+        self._step_drivers()
+
+    def idle(self) -> bool:
+        """Nothing runs or waits to run here, and no run is queued or in progress in the Engine DB."""
+        if self.drivers or self.supervisor.children:
+            return False
+        with self.db.read() as conn:
+            depth = fetch_one(self.db, conn, "server_queue_depth") or {}
+        return not depth.get("queued_runs") and not depth.get("active_runs")
 
     def _check_slas(self) -> None:
         """Runs still running past their pipeline's SLA are recorded BREACHED now (breach_slas), each logged once."""
@@ -334,10 +357,12 @@ class Server:
             driver.starved = False
             driver.wake_at = 0.0
 
-    def _wait(self) -> None:
+    def _wait(self, most_seconds: float | None = None) -> None:
         self._feed_starved()
         now = time.monotonic()
         wakes = [d.wake_at for d in self.drivers.values()] + [now + IDLE_SECONDS]
+        if most_seconds is not None:
+            wakes.append(now + most_seconds)
         due = self.scheduler.next_tick()
         if due is not None and not self.stopping:
             wakes.append(now + (due - self.db.clock.now()).total_seconds())

@@ -25,6 +25,11 @@ DEFAULT_SLOTS = 8
 
 def serve(db: EngineDB, config: ProjectConfig, slots: int, log_as_json: bool, write: Callable[[str], None]) -> int:
     """Lead the Engine DB and run every pipeline on its schedule until stopped; the exit code."""
+    return build_server(db, config, slots, ServerLog(write, log_as_json)).serve()
+
+
+def build_server(db: EngineDB, config: ProjectConfig, slots: int, log: ServerLog) -> Server:
+    """The server of this project's Engine DB, not leading yet (Server.serve, or Server.leading and turn)."""
     orchestration = config.orchestration
     me = owner_id()
     identity = engine_id(db)  # task logs go under the Engine DB's identity; refused before anything is written
@@ -39,9 +44,8 @@ def serve(db: EngineDB, config: ProjectConfig, slots: int, log_as_json: bool, wr
         shutdown_grace_seconds=orchestration.shutdown_grace_seconds,
         gate_wait_seconds=orchestration.gate_wait_minutes * 60, timezone=orchestration.timezone,
         run_settings=create_run_settings(config), child=template.child)
-    server = Server(db, settings, settings_for, lambda run_id: task_policies(db, run_id),
-                    lambda: reconcile(db, orchestration.lease_seconds), ServerLog(write, log_as_json))
-    return server.serve()
+    return Server(db, settings, settings_for, lambda run_id: task_policies(db, run_id),
+                  lambda: reconcile(db, orchestration.lease_seconds), log)
 
 
 def active_server(db: EngineDB) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import sys
 import threading
 import traceback
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -54,6 +54,8 @@ class ChildRequest:
     actor_name: str
     actor_kind: str
     lease_seconds: int
+    #: The supervisor's clock when it is pinned (a test moving time), ISO 8601: the task process reads the same.
+    clock: str | None = None
 
 
 class Stopped(KeyboardInterrupt):
@@ -120,9 +122,11 @@ def engine_db(request: ChildRequest) -> EngineDB:
     db = _inherited
     if (db is None or db.schema != (request.engine_schema if db.is_postgres else "")
             or db.url.render_as_string(hide_password=False) != request.engine_url):
-        return EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
-    _parent_pools.append(db.engine.pool)  # dropping it could close the parent's connections as it is freed
-    db.engine.dispose(close=False)
+        db = EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
+    else:
+        _parent_pools.append(db.engine.pool)  # dropping it could close the parent's connections as it is freed
+        db.engine.dispose(close=False)
+    db.clock.pin(datetime.fromisoformat(request.clock) if request.clock else None)
     return db
 
 

@@ -92,7 +92,9 @@ class LocalSupervisor:
             with contextlib.suppress(OSError):  # else the task process records why its log cannot be opened
                 folder.mkdir(parents=True, exist_ok=True)
         log_path = folder / f"{task_code}.{attempt_id}.log"
-        request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path))
+        pinned = self.db.clock.pinned
+        request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path),
+                          clock=pinned.isoformat() if pinned else None)
         process = CONTEXT.Process(target=main, args=(request,), name=f"etl-craft {task_code} {attempt_id}")
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
         child = Child(attempt_id, task_code, process, log_path, deadline)
