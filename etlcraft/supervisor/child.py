@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from types import FrameType
@@ -25,7 +25,7 @@ from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, process_start
-from etlcraft.engine.db import EngineDB
+from etlcraft.engine.db import EngineDB, EngineTimeouts
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
@@ -54,6 +54,8 @@ class ChildRequest:
     actor_name: str
     actor_kind: str
     lease_seconds: int
+    engine_timeouts: EngineTimeouts = field(default_factory=EngineTimeouts)
+    engine_secret: str | None = None  # the name of the password's variable, for messages
 
 
 class Stopped(KeyboardInterrupt):
@@ -120,7 +122,8 @@ def engine_db(request: ChildRequest) -> EngineDB:
     db = _inherited
     if (db is None or db.schema != (request.engine_schema if db.is_postgres else "")
             or db.url.render_as_string(hide_password=False) != request.engine_url):
-        return EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
+        return EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password,
+                        timeouts=request.engine_timeouts, secret=request.engine_secret)
     _parent_pools.append(db.engine.pool)  # dropping it could close the parent's connections as it is freed
     db.engine.dispose(close=False)
     return db
