@@ -184,6 +184,18 @@ def test_warehouse_silent_server__validate_warns_within_the_connect_timeout_and_
     assert (rehashed.code, rehashed.err.strip()) == (WAREHOUSE, f"error: {reason}")
 
 
+def test_warehouse_silent_server__run_fails_the_task_within_the_connect_timeout_and_explain_says_why(
+        project: Path) -> None:
+    with silent_server() as server:
+        warehouse_on(project, server.port, "  connect_timeout_seconds: 2\n")
+        ran = cli(project, "run", "--pipeline-code", "shop_ingest", "--run-key", "silent")
+    assert ran.code == error_specs()["RUN_FAILED"].exit, ran.out + ran.err
+    explained = cli(project, "explain", "--pipeline-code", "shop_ingest", "--run-key", "silent", "--task-code",
+                    "ingest_customers")
+    assert (f"error: WarehouseError: cannot reach the warehouse at postgresql://analyst@127.0.0.1:{server.port}/dw: "
+            "no answer within 2 s (Warehouse.connect_timeout_seconds)") in explained.out
+
+
 def test_warehouse_password_refused__names_the_warehouse_section_and_secret_variable_not_the_password(
         project: Path) -> None:
     with password_refusing_server() as server:
