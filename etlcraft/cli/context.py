@@ -8,8 +8,9 @@ from pathlib import Path
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
 from etlcraft.core.errors import EngineDbError
-from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB, engine_timeouts
+from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 from etlcraft.engine.sqlite_file import create_folder, open_problem
+from etlcraft.engine.timeouts import engine_timeouts
 
 
 @dataclass

@@ -24,7 +24,6 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from etlcraft.config.keys import keys_of
 from etlcraft.core import connecting
 from etlcraft.core.actor import Actor, current_actor
 from etlcraft.core.errors import (
@@ -36,57 +35,16 @@ from etlcraft.core.errors import (
 )
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.sqlite_file import open_problem
+from etlcraft.engine.timeouts import EngineTimeouts
 
 if TYPE_CHECKING:
     import psycopg
-
-    from etlcraft.config.loader import Connection
 
 DEFAULT_SCHEMA = "etl_craft"
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _CODE_PREFIX = re.compile(r"^(EC\d{3}): ")
 _STATE_KEY = "etl_craft.state"
 _BEGIN_KEY = "etl_craft.begin"
-
-
-def _default(key: str) -> int:
-    value = next(k.default for k in keys_of("Engine") if k.name == key)
-    assert isinstance(value, int)
-    return value
-
-
-@dataclass(frozen=True)
-class EngineTimeouts:
-    """How long the Engine DB may keep etl-craft waiting, in seconds: for a PostgreSQL session to start (connect),
-    for one statement (statement; migrate, grant and the wait for a target's lock are exempt) and for a SQLite file
-    another process holds (busy). `configured`: set by the Engine section of craft-connector.yml; else by
-    --engine-url, where the defaults apply and the URL's query may set connect_timeout and options."""
-
-    connect: int = field(default_factory=lambda: _default("connect_timeout_seconds"))
-    statement: int = field(default_factory=lambda: _default("statement_timeout_seconds"))
-    busy: int = field(default_factory=lambda: _default("busy_timeout_seconds"))
-    configured: bool = False
-
-    def key(self, name: str) -> str:
-        """How a message names the setting of timeout `name` (connect, statement or busy)."""
-        if self.configured:
-            return f"Engine.{name}_timeout_seconds in craft-connector.yml"
-        if name == "connect":
-            return f"connect_timeout=N in the query of --engine-url, else {_default('connect_timeout_seconds')} s"
-        if name == "statement":
-            return ("options=-c statement_timeout=MS in the query of --engine-url, else "
-                    f"{_default('statement_timeout_seconds')} s")
-        return f"{_default('busy_timeout_seconds')} s with --engine-url"
-
-
-def engine_timeouts(engine: Connection) -> EngineTimeouts:
-    """The timeouts the Engine section of craft-connector.yml sets (defaults filled in by the loader)."""
-    return EngineTimeouts(
-        connect=engine.connect_timeout_seconds or _default("connect_timeout_seconds"),
-        statement=engine.statement_timeout_seconds or _default("statement_timeout_seconds"),
-        busy=engine.busy_timeout_seconds or _default("busy_timeout_seconds"),
-        configured=True,
-    )
 
 
 def format_timestamp(value: datetime) -> str:

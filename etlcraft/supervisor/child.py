@@ -25,10 +25,11 @@ from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, process_start
-from etlcraft.engine.db import EngineDB, EngineTimeouts
+from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.engine.timeouts import EngineTimeouts
 from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
 
 LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG

@@ -18,7 +18,8 @@ from sqlalchemy.engine import make_url
 
 from etlcraft.core.errors import EngineDbError
 from etlcraft.engine import locks
-from etlcraft.engine.db import EngineDB, EngineTimeouts
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.timeouts import EngineTimeouts
 
 
 def _show(db: EngineDB, setting: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from etlcraft.config.loader import CONFIG_FILE, load_config
 from etlcraft.core.errors import ConfigurationError
-from etlcraft.engine.db import engine_timeouts
+from etlcraft.engine.timeouts import engine_timeouts
 from etlcraft.warehouse.connection import timeout
 
 SQLITE = "Engine:\n  dialect: sqlite\n  path: engine.db\n"
