@@ -192,7 +192,7 @@ class EngineDB:
         url = self.url.render_as_string(hide_password=True)
         return connecting.Server(
             what="the Engine DB", shown=self.display_url, address=connecting.address(url), user=self.url.username,
-            url_key="Engine.url in craft-connector.yml" if configured else "--engine-url",
+            url_key=self.timeouts.url_key,
             secret=self.secret, secret_key="Engine.secret" if configured else None,
             timeout_key=self.timeouts.key("connect"),
             connect_timeout=connecting.url_connect_timeout(self._query(), self.timeouts.connect))

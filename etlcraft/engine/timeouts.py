@@ -23,24 +23,30 @@ def _default(key: str) -> int:
 class EngineTimeouts:
     """How long the Engine DB may keep etl-craft waiting, in seconds: for a PostgreSQL session to start (connect),
     for one statement (statement; migrate, grant and the wait for a target's lock are exempt) and for a SQLite file
-    another process holds (busy). `configured`: set by the Engine section of craft-connector.yml; else by
-    --engine-url, where the defaults apply and the URL's query may set connect_timeout and options."""
+    another process holds (busy). `configured`: set by the Engine section of craft-connector.yml; else the Engine DB
+    is named by the command line option `option` (--engine-url, or engine copy's --to), where the defaults apply and
+    the URL's query may set connect_timeout and options."""
 
     connect: int = field(default_factory=lambda: _default("connect_timeout_seconds"))
     statement: int = field(default_factory=lambda: _default("statement_timeout_seconds"))
     busy: int = field(default_factory=lambda: _default("busy_timeout_seconds"))
     configured: bool = False
+    option: str = "--engine-url"
+
+    @property
+    def url_key(self) -> str:
+        """Where the Engine DB's URL is set, as a message names it."""
+        return "Engine.url in craft-connector.yml" if self.configured else self.option
 
     def key(self, name: str) -> str:
         """How a message names the setting of timeout `name` (connect, statement or busy)."""
         if self.configured:
             return f"Engine.{name}_timeout_seconds in craft-connector.yml"
         if name == "connect":
-            return f"connect_timeout=N in the query of --engine-url, else {_default('connect_timeout_seconds')} s"
+            return f"connect_timeout in the query of {self.option}"
         if name == "statement":
-            return ("options=-c statement_timeout=MS in the query of --engine-url, else "
-                    f"{_default('statement_timeout_seconds')} s")
-        return "the default of Engine.busy_timeout_seconds: --engine-url does not read craft-connector.yml"
+            return f"options=-c statement_timeout=MS in the query of {self.option}"
+        return f"the default of Engine.busy_timeout_seconds: {self.option} does not read craft-connector.yml"
 
 
 def engine_timeouts(engine: Connection) -> EngineTimeouts:

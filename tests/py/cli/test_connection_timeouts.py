@@ -90,7 +90,19 @@ def test_engine_db_silent_server__engine_url_option__fails_within_the_default_co
     with silent_server() as server:
         done = cli(project, "--engine-url", f"postgresql://etl@127.0.0.1:{server.port}/etl", "list")
     assert done.code == ENGINE_DB, done.err
-    assert "no answer within 10 s (connect_timeout=N in the query of --engine-url, else 10 s)" in done.err
+    assert "no answer within 10 s (connect_timeout in the query of --engine-url); " in done.err
+
+
+def test_engine_copy_to_a_silent_server__fails_within_the_url_connect_timeout_naming_to(project: Path) -> None:
+    assert cli(project, "migrate").code == 0
+    with silent_server() as server:
+        url = f"postgresql://etl@127.0.0.1:{server.port}/etl?connect_timeout=2"
+        done = cli(project, "engine", "copy", "--to", url)
+    assert done.code == ENGINE_DB, done.err
+    assert done.err.strip() == (
+        f"error: cannot reach the Engine DB at {url}: no answer within 2 s (connect_timeout in the query of --to); "
+        f"check that PostgreSQL runs at 127.0.0.1:{server.port} and that no firewall drops the packets, then try "
+        "again, or raise connect_timeout in the query of --to")
 
 
 @pytest.fixture
