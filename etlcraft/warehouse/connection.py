@@ -167,6 +167,10 @@ class Warehouse:
 
     def failure(self, exc: BaseException) -> str:
         """Why a connection could not be opened, naming the Warehouse section, its secret variable and the remedy."""
+        if self.dialect.name != "postgresql" and isinstance(exc, sa.exc.DBAPIError) and _busy(exc):
+            return (f"cannot open the warehouse {self.display}: another process has the file open "
+                    f"({_first_line(exc)}); a DuckDB file is open in one process at a time: wait for that process to "
+                    "end, then try again")
         if self.dialect.name != "postgresql":
             return (f"cannot open the warehouse {self.display}: {_first_line(exc)}; check Warehouse.path in "
                     "craft-connector.yml and that etl-craft may read and write that file")

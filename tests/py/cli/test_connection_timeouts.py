@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,6 +208,23 @@ def test_warehouse_silent_server__run_fails_the_task_within_the_connect_timeout_
                     "ingest_customers")
     assert (f"error: WarehouseError: cannot reach the warehouse at postgresql://analyst@127.0.0.1:{server.port}/dw: "
             "no answer within 2 s (Warehouse.connect_timeout_seconds)") in explained.out
+
+
+def test_duckdb_warehouse_held_open_by_another_process__validate_warns_saying_so(project: Path) -> None:
+    assert cli(project, "migrate").code == 0
+    path = project / "warehouse.duckdb"
+    code = f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('held', flush=True); time.sleep(60)"
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            validated = cli(project, "validate")
+        finally:
+            holder.kill()
+    warning = warning_of(validated)
+    assert warning.startswith(f"warning: the warehouse checks were skipped: cannot open the warehouse {path}: "
+                              "another process has the file open (")
+    assert warning.endswith("); a DuckDB file is open in one process at a time: wait for that process to end, then "
+                            f"try again; {OFFLINE}")
 
 
 def test_warehouse_password_refused__names_the_warehouse_section_and_secret_variable_not_the_password(
