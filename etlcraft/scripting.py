@@ -33,9 +33,6 @@ __all__ = ["OffsetValue", "ScriptResult", "ScriptTask", "Warehouse"]
 #: The values an offset can take: INTEGER, DECIMAL, TEXT, DATE or TIMESTAMP (a timezone-aware datetime).
 OffsetValue = int | Decimal | str | date | datetime
 
-#: How long opening a DuckDB warehouse file waits for another process's lock on it, in seconds.
-DUCKDB_LOCK_WAIT_SECONDS = 30.0
-
 log = logging.getLogger(__name__)
 
 
@@ -67,8 +64,11 @@ class Warehouse:
     def _open_duckdb(self) -> Any:
         import duckdb
 
+        from etlcraft.warehouse.connection import timeout
+
         path = self._config.warehouse.path
-        deadline, pause = time.monotonic() + DUCKDB_LOCK_WAIT_SECONDS, 0.05
+        wait = timeout(self._config.warehouse, "busy")
+        deadline, pause = time.monotonic() + wait, 0.05
         while True:
             try:
                 conn = duckdb.connect(str(path))
@@ -78,9 +78,10 @@ class Warehouse:
                     raise
                 if time.monotonic() >= deadline:
                     busy = ScriptError(
-                        f"the DuckDB warehouse {path} is locked by another process after waiting "
-                        f"{DUCKDB_LOCK_WAIT_SECONDS:g} seconds ({exc}); a DuckDB file has one writer at a time: make "
-                        "the tasks that write it depend on each other, or use a PostgreSQL warehouse"
+                        f"the DuckDB warehouse {path} is locked by another process after waiting {wait} s "
+                        f"(Warehouse.busy_timeout_seconds) ({exc}); a DuckDB file has one writer at a time: make "
+                        "the tasks that write it depend on each other, raise Warehouse.busy_timeout_seconds, or use "
+                        "a PostgreSQL warehouse"
                     )
                     busy.retryable = True  # unlike a refused script, a busy file may be free on the next attempt
                     raise busy from exc
@@ -93,9 +94,17 @@ class Warehouse:
     def _open_postgresql(self) -> Any:
         import psycopg
 
-        password = self._config.secret_value(self._config.warehouse)
-        url = self._config.warehouse.url
-        conn = psycopg.connect(url) if password is None else psycopg.connect(url, password=password)
+        from etlcraft.core.errors import WarehouseError
+        from etlcraft.warehouse.connection import connect_failure, timeout
+
+        warehouse = self._config.warehouse
+        password = self._config.secret_value(warehouse)
+        extra: dict[str, Any] = {} if password is None else {"password": password}
+        try:
+            # No statement timeout from etl-craft: the script's statements are the task's (TASK_TIMEOUT_SECONDS).
+            conn = psycopg.connect(warehouse.url, connect_timeout=timeout(warehouse, "connect"), **extra)
+        except psycopg.OperationalError as exc:
+            raise WarehouseError(connect_failure(warehouse, exc)) from exc
         conn.execute("SET TIME ZONE 'UTC'")
         conn.commit()  # the setting holds for the session, whatever the script's transaction does
         return conn

@@ -10,6 +10,7 @@ from etlcraft.core.actor import Actor, resolve_actor
 from etlcraft.core.errors import EngineDbError
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 from etlcraft.engine.sqlite_file import create_folder, open_problem
+from etlcraft.engine.timeouts import engine_timeouts
 
 
 @dataclass
@@ -52,7 +53,8 @@ class CliContext:
                 if engine.path is not None:
                     create_folder(engine.path)
                 self._db = EngineDB(
-                    engine.url, schema=engine.schema or DEFAULT_SCHEMA, password=config.secret_value(engine)
+                    engine.url, schema=engine.schema or DEFAULT_SCHEMA, password=config.secret_value(engine),
+                    timeouts=engine_timeouts(engine), secret=engine.secret,
                 )
         return self._db
 

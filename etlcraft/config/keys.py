@@ -201,7 +201,69 @@ def _connection_keys(section: str, dialects: tuple[str, ...], schema: bool) -> t
                 applies_to=("postgresql",),
             ),
         )
-    return keys
+    return keys + _timeout_keys(section, files)
+
+
+#: The exit code of a connection that fails, and what the timeouts of each connection section say beyond the common
+#: sentence (where they apply, how --engine-url sets them).
+_FAILS_WITH = {
+    "Engine": ", with exit code 4 (ENGINE_DB)",
+    "Warehouse": " (a task then fails with that message, validate warns and skips its warehouse checks, rehash exits "
+                 "with code 27, WAREHOUSE)",
+}
+_CONNECT_NOTE = {
+    "Engine": " --engine-url skips this section: there the URL's query may set connect_timeout=N.",
+    "Warehouse": "",
+}
+_STATEMENT_NOTE = {
+    "Engine": "It limits every statement etl-craft sends the Engine DB except migrate's and grant's (which wait for "
+              "each other and may rebuild large tables) and the wait for a warehouse table's lock while another "
+              "task writes that table. With --engine-url the URL's query may set options=-c statement_timeout=MS.",
+    "Warehouse": "It limits only the statements etl-craft sends of its own accord: validate's catalog reads and its "
+                 "trial of each SELECT (a trial stopped is a note, not a problem). A task's SQL, a business rule and "
+                 "rehash get no limit from etl-craft, since they may rightly run for hours: TASK_TIMEOUT_SECONDS "
+                 "stops a task, and a statement_timeout the DBA set on the login still applies.",
+}
+_BUSY = {
+    "Engine": ("How long a statement waits for the database file while another process writes it (SQLite's busy "
+               "timeout) before failing with exit code 4, saying so.", 30),
+    "Warehouse": ("How long opening the database file waits while another process has it open (DuckDB lets one "
+                  "process at a time open a file: a task waits for the one before it) before failing, saying so.",
+                  120),
+}
+
+
+def _timeout_keys(section: str, files: tuple[str, ...]) -> tuple[Key, ...]:
+    """How long a connection may wait: for a server to answer, for a statement to end, for a file to be free."""
+    busy_meaning, busy_default = _BUSY[section]
+    return (
+        Key(
+            section,
+            "connect_timeout_seconds",
+            KeyType.INTEGER,
+            "How long opening a session may take (TCP, TLS and login) before etl-craft stops waiting and says which "
+            f"server did not answer{_FAILS_WITH[section]}: a stopped server, a wrong port or a firewall that drops "
+            "packets fails within it instead of hanging. The wait is per address when the host name resolves "
+            f"to several.{_CONNECT_NOTE[section]}",
+            default=10,
+            minimum=2,
+            maximum=3600,
+            applies_to=("postgresql",),
+        ),
+        Key(
+            section,
+            "statement_timeout_seconds",
+            KeyType.INTEGER,
+            "How long one statement may run, lock waits included, before the server cancels it (PostgreSQL's "
+            f"statement_timeout). {_STATEMENT_NOTE[section]}",
+            default=300,
+            minimum=1,
+            maximum=86400,
+            applies_to=("postgresql",),
+        ),
+        Key(section, "busy_timeout_seconds", KeyType.INTEGER, busy_meaning, default=busy_default, minimum=1,
+            maximum=86400, applies_to=files),
+    )
 
 
 KEYS: tuple[Key, ...] = (

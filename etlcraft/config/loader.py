@@ -74,13 +74,19 @@ _SHOWN_AS_WRITTEN = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float
 
 @dataclass(frozen=True)
 class Connection:
-    """One database connection. `secret` is the name of the variable holding the password, never its value."""
+    """One database connection. `secret` is the name of the variable holding the password, never its value.
+    `section` is Engine or Warehouse, for messages. The timeouts are in seconds, None where the dialect has no such
+    wait (keys.py says which apply where)."""
 
     dialect: str
     url: str
     secret: str | None = None
     schema: str | None = None
     path: Path | None = None
+    section: str = ""
+    connect_timeout_seconds: int | None = None
+    statement_timeout_seconds: int | None = None
+    busy_timeout_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -366,18 +372,30 @@ def _connection(
         key = keys[extra[0]]
         remedy = f"use {key.instead}" if key.instead else "remove it"
         raise ConfigurationError(f"{CONFIG_FILE}: {key.path} does not apply to {dialect}; {remedy}")
+    given = frozenset(values)
     for key in keys.values():
         applies = not key.applies_to or dialect in key.applies_to
         if key.required and applies and key.name not in values:
             raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is missing; {_missing_hint(key, dialect)}")
+        if applies and key.default is not None and key.name not in values:
+            values[key.name] = key.default
+    timeouts = {name: values[name] for name in _TIMEOUT_KEYS if name in values}
     if "path" in values:
         path = _absolute(project_dir, values["path"])
-        return Connection(dialect=dialect, url=f"{dialect}:///{path}", path=path), values
-    connection = _server_connection(section, dialect, values["url"], values.get("secret"), values.get("schema"))
+        return Connection(dialect=dialect, url=f"{dialect}:///{path}", path=path, section=section, **timeouts), values
+    url = _server_url(section, values["url"], given)
+    connection = Connection(dialect=dialect, url=url, secret=values.get("secret"), schema=values.get("schema"),
+                            section=section, **timeouts)
     return connection, values
 
 
-def _server_connection(section: str, dialect: str, url: str, secret: str | None, schema: str | None) -> Connection:
+#: The timeout keys of a connection section (keys.py), which set the Connection's fields of the same names.
+_TIMEOUT_KEYS = ("connect_timeout_seconds", "statement_timeout_seconds", "busy_timeout_seconds")
+
+
+def _server_url(section: str, url: str, given: frozenset[str]) -> str:
+    """A server's URL, checked: postgresql://, no password, no credential in its query, and no timeout that a key
+    the file gives sets too (a timeout in the URL alone is the session's, as with --engine-url)."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parses the port, raising ValueError for a bad one
@@ -391,13 +409,29 @@ def _server_connection(section: str, dialect: str, url: str, secret: str | None,
         raise ConfigurationError(
             f"{CONFIG_FILE}: {section}.url holds a password; remove it and name its variable in {section}.secret"
         )
-    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key.lower() in SECRET_QUERY_KEYS:
             raise ConfigurationError(
                 f"{CONFIG_FILE}: {section}.url has the query key {key!r}, which carries a credential; "
                 f"put the secret in a variable and name it in {section}.secret"
             )
-    return Connection(dialect=dialect, url=url, secret=secret, schema=schema)
+        twice = _set_twice(key, value, given)
+        if twice:
+            raise ConfigurationError(
+                f"{CONFIG_FILE}: {section}.url sets {twice} in its query and {section}.{twice}_seconds sets it too; "
+                f"keep {section}.{twice}_seconds (whole seconds) and remove {twice} from the URL"
+            )
+    return url
+
+
+def _set_twice(key: str, value: str, given: frozenset[str]) -> str | None:
+    """The timeout that URL query key `key` sets when a key of the section sets it too (connect_timeout, or
+    statement_timeout in options), else None."""
+    if key.lower() == "connect_timeout" and "connect_timeout_seconds" in given:
+        return "connect_timeout"
+    if key.lower() == "options" and "statement_timeout" in value.lower() and "statement_timeout_seconds" in given:
+        return "statement_timeout"
+    return None
 
 
 # ------------------------------------------------------------------------------------------------- values

@@ -83,6 +83,13 @@ class WaitingError(EtlCraftError):
     kind = "WAITING"
 
 
+class WarehouseError(EtlCraftError):
+    """No connection to the warehouse could be had (no answer in time, refused, a login refused, a DuckDB file held
+    by another process); the message names the Warehouse section and its secret variable. It may work next time."""
+
+    kind = "WAREHOUSE"
+
+
 class InjectedFaultError(EtlCraftError):
     kind = "INJECTED_FAULT"
 

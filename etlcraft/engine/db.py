@@ -24,6 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from etlcraft.core import connecting
 from etlcraft.core.actor import Actor, current_actor
 from etlcraft.core.errors import (
     ConfigurationError,
@@ -34,6 +35,7 @@ from etlcraft.core.errors import (
 )
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.sqlite_file import open_problem
+from etlcraft.engine.timeouts import EngineTimeouts
 
 if TYPE_CHECKING:
     import psycopg
@@ -122,7 +124,8 @@ def sqlite_script_statements(script: str) -> list[str]:
 class EngineDB:
     """One Engine DB: its SQLAlchemy engine, dialect, schema and clock."""
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, password: str | None = None) -> None:
+    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, password: str | None = None,
+                 timeouts: EngineTimeouts | None = None, secret: str | None = None) -> None:
         try:
             parsed = make_url(url)
         except ArgumentError as exc:
@@ -141,14 +144,14 @@ class EngineDB:
         self.dialect = backend
         self.schema = schema if backend == "postgresql" else ""
         self.clock = Clock()
+        self.timeouts = timeouts or EngineTimeouts()
+        self.secret = secret
         if password is not None:
             parsed = parsed.set(password=password)
         self.url = parsed
         self.display_url = parsed.render_as_string(hide_password=True)
         if backend == "postgresql":
-            # jit off: the Engine DB's statements read and write a few rows by index, and on large tables their
-            # estimates cross jit_above_cost, which costs tens of milliseconds of compilation per statement.
-            self._connect_args = {"options": f"-c search_path={schema} -c jit=off"}
+            self._connect_args = self._pg_connect_args()
             self.engine = sa.create_engine(parsed.set(drivername="postgresql+psycopg"),
                                            connect_args=self._connect_args, pool_pre_ping=True)
         else:
@@ -167,10 +170,38 @@ class EngineDB:
         except sa.exc.DBAPIError as exc:
             raise self.map_error(exc) from exc
 
+    def _pg_connect_args(self) -> dict[str, object]:
+        """The connect timeout, and the session's settings: the statement timeout (which the URL's options may
+        change, with --engine-url), then the schema and jit off. jit off: the Engine DB's statements read and write
+        a few rows by index, and on large tables their estimates cross jit_above_cost, which costs tens of
+        milliseconds of compilation per statement."""
+        return connecting.connect_args(
+            self._query(), self.timeouts.connect, before={"statement_timeout": f"{self.timeouts.statement}s"},
+            after={"search_path": self.schema, "jit": "off"})
+
+    def _query(self) -> dict[str, str]:
+        return {k: v if isinstance(v, str) else v[-1] for k, v in self.url.query.items()}
+
+    def _statement_seconds(self) -> float:
+        """The statement timeout sessions get: the URL's options may change it (with --engine-url)."""
+        from_url = connecting.options_statement_timeout(self._query().get("options"))
+        return from_url if from_url is not None else self.timeouts.statement
+
+    def _server(self) -> connecting.Server:
+        configured = self.timeouts.configured
+        url = self.url.render_as_string(hide_password=True)
+        return connecting.Server(
+            what="the Engine DB", shown=self.display_url, address=connecting.address(url), user=self.url.username,
+            url_key=self.timeouts.url_key,
+            secret=self.secret, secret_key="Engine.secret" if configured else None,
+            timeout_key=self.timeouts.key("connect"),
+            connect_timeout=connecting.url_connect_timeout(self._query(), self.timeouts.connect))
+
     # -- SQLite plumbing -------------------------------------------------------------------------------------
 
     def _install_sqlite_events(self) -> None:
         clock = self.clock
+        busy_ms = self.timeouts.busy * 1000
 
         @event.listens_for(self.engine, "connect")
         def _on_connect(dbapi_conn: sqlite3.Connection, record: Any) -> None:
@@ -181,7 +212,7 @@ class EngineDB:
             _register_sqlite_functions(dbapi_conn, state, clock)
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA foreign_keys = ON")
-            cursor.execute("PRAGMA busy_timeout = 30000")
+            cursor.execute(f"PRAGMA busy_timeout = {busy_ms}")
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.close()
 
@@ -275,6 +306,12 @@ class EngineDB:
                     conn.info.pop(_BEGIN_KEY, None)
                     state.actor = state.kind = state.migration = state.now = None
 
+    def without_statement_timeout(self, conn: sa.Connection) -> None:
+        """PostgreSQL: no statement timeout for the rest of `conn`'s transaction. For migrate and grant only, which
+        wait for each other's lock and may rebuild or analyze large tables: their work must not stop half-way."""
+        if self.is_postgres:
+            conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+
     def set_migration(self, conn: sa.Connection, name: str | None) -> None:
         """Name the project migration whose changes the CFG_ triggers record (None: no migration)."""
         state = self._sqlite_state(conn)
@@ -348,9 +385,18 @@ class EngineDB:
             if problem is not None:  # no outage to ride out: the file cannot be where it is named
                 return EngineDbError(problem)
         if (isinstance(exc, DBAPIError) and exc.connection_invalidated) or _is_connect_error(orig):
-            return EngineUnreachableError(
-                f"cannot reach the Engine DB at {self.display_url}: {message.strip()}; check Engine in "
-                "craft-connector.yml (or --engine-url) and that the server is running"
+            return EngineUnreachableError(connecting.connect_failure(self._server(), message))
+        if code == "57014" and connecting.is_statement_timeout(message):
+            statement = exc.statement if isinstance(exc, DBAPIError) else None
+            return EngineDbError(connecting.statement_timeout(
+                f"the Engine DB at {self.display_url}", self._statement_seconds(), self.timeouts.key("statement"),
+                statement))
+        if isinstance(orig, sqlite3.OperationalError) and "database is locked" in message:
+            return EngineDbError(
+                f"the Engine DB file {self.url.database} stayed locked by another process for "
+                f"{self.timeouts.busy} s ({self.timeouts.key('busy')}); a SQLite Engine DB has one writer at a "
+                "time: wait for the other etl-craft command to end (or end it) and try again, raise the limit, or "
+                "use PostgreSQL for an Engine DB that several processes share"
             )
         return EngineDbError(f"the Engine DB at {self.display_url} refused the statement: {message.strip()}")
 

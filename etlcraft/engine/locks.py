@@ -65,7 +65,11 @@ def _advisory(db: EngineDB, name: str) -> Iterator[None]:
     except sa.exc.DBAPIError as exc:
         raise db.map_error(exc) from exc
     try:
+        # Another task may write the target for hours: the wait has no statement timeout; RESET restores the
+        # session's own (the Engine section's) for the statements after it.
+        conn.exec_driver_sql("SET statement_timeout = 0")
         conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": key})
+        conn.exec_driver_sql("RESET statement_timeout")
     except BaseException:
         conn.invalidate()  # a wait cut short may still get the lock server-side: end the session, which frees it
         conn.close()

@@ -192,6 +192,7 @@ def migrate(
 
 def _lock(db: EngineDB, conn: sa.Connection) -> None:
     if db.is_postgres:
+        db.without_statement_timeout(conn)  # it waits for another migrate, and may rebuild large tables
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
         conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {db.schema}"))
         conn.execute(sa.text(f"SET LOCAL search_path TO {db.schema}"))

@@ -38,6 +38,7 @@ from etlcraft.engine.functions import call_in
 from etlcraft.engine.migrations import ENGINE, engine_migrations, migrate, project_migrations
 from etlcraft.engine.queries import fetch_all
 from etlcraft.engine.settings import engine_id
+from etlcraft.engine.timeouts import EngineTimeouts
 
 SCHEMA = "etl-craft/engine-copy/1"
 #: A progress report every this many rows of one kind (and at the end of each kind).
@@ -96,7 +97,7 @@ def target_db(url: str, schema: str | None, password: str | None) -> EngineDB:
         if key.lower() in SECRET_QUERY_KEYS:
             raise ConfigurationError(f"--to has the query key {key!r}, which carries a credential; put the secret in "
                                      "a variable and name it with --to-secret")
-    return EngineDB(url, schema=schema or "etl_craft", password=password)
+    return EngineDB(url, schema=schema or "etl_craft", password=password, timeouts=EngineTimeouts(option="--to"))
 
 
 def copy_engine(source: EngineDB, target: EngineDB, project_dir: Path,

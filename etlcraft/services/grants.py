@@ -39,6 +39,7 @@ def grant_roles(db: EngineDB, *, prefix: str | None = None, execute: bool = True
     roles = grants.Roles(grants.checked_prefix(prefix or db.schema))
     with db.write() if execute else db.read() as conn:
         if execute:
+            db.without_statement_timeout(conn)  # it waits for migrate's lock as long as a migrate runs
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATE_LOCK_KEY})
         missing = [r for r in roles.all() if r not in grants.existing_roles(conn, roles)]
         plan = grants.plan(db, conn, roles)  # first: it names what a database that is not migrated lacks

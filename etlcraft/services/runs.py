@@ -246,7 +246,8 @@ def run_settings(db: EngineDB, config: ProjectConfig, pipeline_code: str, run_id
             attempt_id=0, owner_id=me, project_dir=str(config.project_dir), engine_url=str(db.url.render_as_string(
                 hide_password=False)), engine_schema=db.schema or "etl_craft",
             engine_password=config.secret_value(config.engine), log_path="", actor_name=actor.name,
-            actor_kind=str(actor.kind), lease_seconds=orchestration.lease_seconds),
+            actor_kind=str(actor.kind), lease_seconds=orchestration.lease_seconds, engine_timeouts=db.timeouts,
+            engine_secret=db.secret),
     )
 
 

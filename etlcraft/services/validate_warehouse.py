@@ -90,15 +90,15 @@ def check_warehouse(metadata: Metadata, config: ProjectConfig, pipeline_code: st
     """The warehouse checks of the active SQL tasks (of `pipeline_code` only, when given)."""
     findings = Findings()
     try:
-        warehouse = open_warehouse(config)
+        warehouse = open_warehouse(config, checks=True)
     except EtlCraftError as exc:
-        findings.warning = _unreachable(config, str(exc))
+        findings.warning = _unreachable(str(exc))
         return findings
     try:
         with _connection(warehouse, config) as (conn, database):
             _Checks(warehouse, conn, metadata, config, findings, database).run(pipeline_code)
     except _Unreachable as exc:
-        findings.warning = _unreachable(config, exc.reason)
+        findings.warning = _unreachable(exc.reason)
     finally:
         warehouse.dispose()
     return findings
@@ -110,10 +110,9 @@ class _Unreachable(Exception):
         self.reason = reason
 
 
-def _unreachable(config: ProjectConfig, reason: str) -> str:
-    secret = f" and its password variable {config.warehouse.secret}" if config.warehouse.secret else ""
-    return (f"the warehouse checks were skipped: the warehouse of the Warehouse section of craft-connector.yml "
-            f"cannot be reached ({reason}); check that section{secret}, or pass --offline to skip these checks")
+def _unreachable(reason: str) -> str:
+    """The warning: `reason` names the Warehouse section, its secret variable and the remedy (Warehouse.failure)."""
+    return f"the warehouse checks were skipped: {reason}; or pass --offline to skip these checks"
 
 
 @contextlib.contextmanager
@@ -130,9 +129,11 @@ def _connection(warehouse: Warehouse, config: ProjectConfig) -> Iterator[tuple[s
             engine = sa.create_engine(warehouse.engine.url, poolclass=sa.pool.NullPool,
                                       connect_args={"read_only": True})
     try:
-        conn = engine.connect()
-    except (*_DRIVER_ERRORS, EtlCraftError) as exc:
-        raise _Unreachable(driver_message(exc)) from exc
+        conn = warehouse.connect() if engine is warehouse.engine else engine.connect()
+    except EtlCraftError as exc:
+        raise _Unreachable(str(exc)) from exc
+    except _DRIVER_ERRORS as exc:
+        raise _Unreachable(warehouse.failure(exc)) from exc
     try:
         with conn:
             yield conn, database
@@ -147,7 +148,13 @@ class _Checks:
         self.warehouse, self.conn, self.findings = warehouse, conn, findings
         self.dialect = warehouse.dialect.name
         with self._rolled_back() as session:
-            self.catalog: Catalog = read_catalog(session)
+            try:
+                self.catalog: Catalog = read_catalog(session)
+            except _DRIVER_ERRORS as exc:
+                timed_out = warehouse.statement_failure(exc)
+                if timed_out is None:
+                    raise
+                raise _Unreachable(timed_out) from exc
         if database is not None:
             self.catalog.database = database
         self.tasks = [t for t in (_sql_task(v, config, self.dialect) for v in metadata.tasks) if t is not None]
@@ -286,6 +293,11 @@ class _Checks:
             try:
                 stage = staging.build_stage(session, task.sql, empty=True)
             except _DRIVER_ERRORS as exc:
+                timed_out = self.warehouse.statement_failure(exc)
+                if timed_out is not None:  # not a fault of the SELECT: say so, and leave its target unchecked
+                    self.findings.notes.append(f"task {task.key}: the trial of the SELECT of {task.file!r} was "
+                                               f"stopped: {timed_out}; its target was not checked")
+                    return
                 self._problem(task, "select-fails", f"the {self.dialect} warehouse cannot run the SELECT of "
                               f"{task.file!r}: {driver_message(exc)}", task.file, "a SELECT the warehouse can run",
                               f"fix sql_files/{task.file}")

@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from types import FrameType
@@ -29,6 +29,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.engine.timeouts import EngineTimeouts
 from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
 
 LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG
@@ -54,6 +55,8 @@ class ChildRequest:
     actor_name: str
     actor_kind: str
     lease_seconds: int
+    engine_timeouts: EngineTimeouts = field(default_factory=EngineTimeouts)
+    engine_secret: str | None = None  # the name of the password's variable, for messages
     #: The supervisor's clock when it is pinned (a test moving time), ISO 8601: the task process reads the same.
     clock: str | None = None
 
@@ -122,7 +125,8 @@ def engine_db(request: ChildRequest) -> EngineDB:
     db = _inherited
     if (db is None or db.schema != (request.engine_schema if db.is_postgres else "")
             or db.url.render_as_string(hide_password=False) != request.engine_url):
-        db = EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password)
+        db = EngineDB(request.engine_url, schema=request.engine_schema, password=request.engine_password,
+                      timeouts=request.engine_timeouts, secret=request.engine_secret)
     else:
         _parent_pools.append(db.engine.pool)  # dropping it could close the parent's connections as it is freed
         db.engine.dispose(close=False)

@@ -2,7 +2,14 @@
 
 Statements run on the driver's cursor of a SQLAlchemy connection, without bind parameters: etl-craft renders its
 own literals (dialects.Dialect.literal), and a user's SELECT may hold `%` or `?` that a driver would otherwise
-read as placeholders. A DuckDB file is opened by one process at a time; a second process waits for it.
+read as placeholders. A DuckDB file is opened by one process at a time; a second process waits for it, at most
+Warehouse.busy_timeout_seconds.
+
+Time limits (section Warehouse of craft-connector.yml): opening a PostgreSQL session waits at most
+connect_timeout_seconds. statement_timeout_seconds limits only the statements etl-craft sends of its own accord
+(validate's reads: `open_warehouse(config, checks=True)`); a task's SQL, a business rule and rehash may rightly run
+for hours and get no limit from etl-craft (TASK_TIMEOUT_SECONDS stops a task; a limit the DBA set on the login still
+applies). A connection that fails names the Warehouse section, its secret variable and the remedy (WarehouseError).
 """
 
 from __future__ import annotations
@@ -17,8 +24,10 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
+from etlcraft.config.keys import keys_of
 from etlcraft.config.loader import Connection, ProjectConfig
-from etlcraft.core.errors import ConfigurationError, EtlCraftError
+from etlcraft.core import connecting
+from etlcraft.core.errors import ConfigurationError, WarehouseError
 from etlcraft.warehouse.dialects import Dialect, dialect_for
 
 log = logging.getLogger(__name__)
@@ -26,9 +35,26 @@ log = logging.getLogger(__name__)
 SUPPORTED_WAREHOUSES = ("duckdb", "postgresql")
 #: Every warehouse session runs in this time zone; tests change it to prove hashes do not depend on it.
 SESSION_TIME_ZONE = "UTC"
-#: How long to wait for a DuckDB file another process has open.
-DUCKDB_BUSY_SECONDS = 120.0
 _DRIVERS = {"duckdb": "duckdb", "postgresql": "postgresql+psycopg"}
+
+
+def timeout(connection: Connection, name: str) -> int:
+    """Timeout `name` (connect, statement or busy) of the Warehouse section, in seconds: its key's (or the key's
+    default), unless the URL's query sets it (connect_timeout, or statement_timeout in options), which then holds."""
+    key = f"{name}_timeout_seconds"
+    value = getattr(connection, key)
+    if value is None:
+        value = next(k.default for k in keys_of("Warehouse") if k.name == key)
+    assert isinstance(value, int)
+    query = _query(connection.url) if connection.dialect == "postgresql" else {}
+    if name == "connect":
+        return connecting.url_connect_timeout(query, value)
+    from_url = connecting.options_statement_timeout(query.get("options")) if name == "statement" else None
+    return value if from_url is None else max(1, round(from_url))
+
+
+def _query(url: str) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else v[-1] for k, v in make_url(url).query.items()}
 
 
 class Session:
@@ -75,20 +101,29 @@ class Session:
 
 
 class Warehouse:
-    """The project's warehouse: a SQLAlchemy engine and the dialect's SQL."""
+    """The project's warehouse: a SQLAlchemy engine and the dialect's SQL. `checks`: a connection for etl-craft's
+    own reads (validate), whose statements stop at Warehouse.statement_timeout_seconds; else one for a task."""
 
-    def __init__(self, connection: Connection, password: str | None = None) -> None:
+    def __init__(self, connection: Connection, password: str | None = None, *, checks: bool = False) -> None:
         if connection.dialect not in SUPPORTED_WAREHOUSES:
             raise ConfigurationError(
                 f"the warehouse dialect {connection.dialect!r} is not supported; etl-craft runs SQL tasks on "
                 f"{' and '.join(SUPPORTED_WAREHOUSES)}: set Warehouse.dialect to one of them")
+        self.connection = connection
+        self.checks = checks
         self.dialect = dialect_for(connection.dialect)
         url = make_url(connection.url).set(drivername=_DRIVERS[connection.dialect])
         if password is not None:
             url = url.set(password=password)
         self.display = str(connection.path) if connection.path else make_url(connection.url).render_as_string()
-        self.engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+        connect_args = self._pg_connect_args() if connection.dialect == "postgresql" else {}
+        self.engine = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=connect_args)
         event.listen(self.engine, "connect", self._on_connect)
+
+    def _pg_connect_args(self) -> dict[str, object]:
+        limit = {"statement_timeout": f"{timeout(self.connection, 'statement')}s"} if self.checks else {}
+        return connecting.connect_args(_query(self.connection.url), timeout(self.connection, "connect"),
+                                       before=limit, after={})
 
     def _on_connect(self, dbapi_conn: Any, _record: Any) -> None:
         cursor = dbapi_conn.cursor()
@@ -107,22 +142,62 @@ class Warehouse:
 
     @contextlib.contextmanager
     def _connect(self) -> Iterator[sa.Connection]:
-        deadline = time.monotonic() + DUCKDB_BUSY_SECONDS
+        with self.connect() as conn:
+            yield conn
+
+    def connect(self) -> sa.Connection:
+        """A new connection; a DuckDB file another process holds is waited for (Warehouse.busy_timeout_seconds).
+        WarehouseError says why none could be had."""
+        busy = timeout(self.connection, "busy")
+        deadline = time.monotonic() + busy
         while True:
             try:
-                conn = self.engine.connect()
-                break
+                return self.engine.connect()
             except sa.exc.DBAPIError as exc:
-                if not _busy(exc) or time.monotonic() > deadline:
-                    raise EtlCraftError(f"cannot open the warehouse {self.display}: {_first_line(exc)}; check "
-                                        "Warehouse in craft-connector.yml and that nothing else holds it") from exc
+                if _busy(exc) and time.monotonic() > deadline:
+                    raise WarehouseError(
+                        f"cannot open the warehouse {self.display}: another process held the file for {busy} s "
+                        f"(Warehouse.busy_timeout_seconds) ({_first_line(exc)}); a DuckDB file is open in one "
+                        "process at a time: make the tasks that use it depend on each other, end the other process, "
+                        "or raise Warehouse.busy_timeout_seconds") from exc
+                if not _busy(exc):
+                    raise WarehouseError(self.failure(exc)) from exc
                 log.info("the warehouse %s is open in another process; waiting for it", self.display)
                 time.sleep(0.2)
-        with conn:
-            yield conn
+
+    def failure(self, exc: BaseException) -> str:
+        """Why a connection could not be opened, naming the Warehouse section, its secret variable and the remedy."""
+        if self.dialect.name != "postgresql" and isinstance(exc, sa.exc.DBAPIError) and _busy(exc):
+            return (f"cannot open the warehouse {self.display}: another process has the file open "
+                    f"({_first_line(exc)}); a DuckDB file is open in one process at a time: wait for that process to "
+                    "end, then try again")
+        if self.dialect.name != "postgresql":
+            return (f"cannot open the warehouse {self.display}: {_first_line(exc)}; check Warehouse.path in "
+                    "craft-connector.yml and that etl-craft may read and write that file")
+        return connect_failure(self.connection, exc)
+
+    def statement_failure(self, exc: BaseException) -> str | None:
+        """The message for a statement etl-craft's checks sent that ran out of time; None for any other error."""
+        text = _first_line(exc)
+        if not (self.checks and connecting.is_statement_timeout(text)):
+            return None
+        return connecting.statement_timeout(f"the warehouse at {self.display}", timeout(self.connection, "statement"),
+                                            "Warehouse.statement_timeout_seconds", None)
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def connect_failure(connection: Connection, exc: BaseException) -> str:
+    """Why a session with the PostgreSQL warehouse could not be opened: the server, what happened, the Warehouse
+    section's key or secret variable involved (never the password) and the remedy."""
+    url = connection.url
+    server = connecting.Server(
+        what="the warehouse", shown=make_url(url).render_as_string(), address=connecting.address(url),
+        user=connecting.user(url), url_key="Warehouse.url in craft-connector.yml", secret=connection.secret,
+        secret_key="Warehouse.secret", timeout_key="Warehouse.connect_timeout_seconds",
+        connect_timeout=timeout(connection, "connect"))
+    return connecting.connect_failure(server, str(getattr(exc, "orig", None) or exc))
 
 
 def _busy(exc: sa.exc.DBAPIError) -> bool:
@@ -135,9 +210,10 @@ def _first_line(exc: BaseException) -> str:
     return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
 
 
-def open_warehouse(config: ProjectConfig) -> Warehouse:
-    """The project's warehouse (craft-connector.yml, section Warehouse), its password read from its variable."""
-    return Warehouse(config.warehouse, config.secret_value(config.warehouse))
+def open_warehouse(config: ProjectConfig, *, checks: bool = False) -> Warehouse:
+    """The project's warehouse (craft-connector.yml, section Warehouse), its password read from its variable;
+    `checks` for etl-craft's own reads, whose statements have a time limit (a task's have none from etl-craft)."""
+    return Warehouse(config.warehouse, config.secret_value(config.warehouse), checks=checks)
 
 
 def driver_message(exc: BaseException) -> str:

@@ -51,6 +51,8 @@ def test_a_call_to_an_engine_db_that_cannot_be_reached_names_it_and_the_remedy()
     """Connecting is part of the call: an unreachable server is etl-craft's EngineDbError, not a driver error."""
     db = EngineDB("postgresql://nobody@127.0.0.1:1/nowhere")
     with acting_as(WORKER), pytest.raises(EngineDbError, match=r"(?s)cannot reach the Engine DB at postgresql://nobody@"
-                                                               r"127\.0\.0\.1:1/nowhere: .*check Engine"):
+                                                               r"127\.0\.0\.1:1/nowhere: the connection was refused "
+                                                               r"\(nothing listens on 127\.0\.0\.1:1\); check "
+                                                               r"--engine-url and that the server is running"):
         call(db, "pause_pipeline", pipeline_id=1, reason="maintenance")
     db.dispose()

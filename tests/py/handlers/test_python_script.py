@@ -20,7 +20,6 @@ import duckdb
 import psycopg
 import pytest
 
-from etlcraft import scripting
 from etlcraft.config.loader import load_config
 from etlcraft.core.errors import ScriptError
 from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
@@ -666,16 +665,17 @@ def test_warehouse__duckdb_held_by_another_process__waits_for_it(project: Path) 
     assert warehouse_rows(project, "SELECT x FROM t") == [(1,)]
 
 
-def test_warehouse__duckdb_held_too_long__fails_naming_the_file(
-        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scripting, "DUCKDB_LOCK_WAIT_SECONDS", 0.3)
+def test_warehouse__duckdb_held_too_long__fails_naming_the_file_and_the_key(project: Path) -> None:
+    config = project / "craft-connector.yml"
+    config.write_text(config.read_text(encoding="utf-8") + "  busy_timeout_seconds: 1\n", encoding="utf-8")
     with _lock_held(project / "warehouse.duckdb", 30), pytest.raises(ScriptError) as refused:
         run_script(project, COUNT_SCRIPT)
     assert str(refused.value).startswith(
-        f"the DuckDB warehouse {project / 'warehouse.duckdb'} is locked by another process after waiting 0.3 seconds")
+        f"the DuckDB warehouse {project / 'warehouse.duckdb'} is locked by another process after waiting 1 s "
+        "(Warehouse.busy_timeout_seconds) (")
     assert str(refused.value).endswith(
-        "; a DuckDB file has one writer at a time: make the tasks that write it depend on each other, or use a "
-        "PostgreSQL warehouse")
+        "; a DuckDB file has one writer at a time: make the tasks that write it depend on each other, raise "
+        "Warehouse.busy_timeout_seconds, or use a PostgreSQL warehouse")
     assert refused.value.retryable is True
 
 

@@ -26,7 +26,7 @@ def _exit(name: str) -> int:
 USAGE, CONFIGURATION, ENGINE_DB, MIGRATION = _exit("USAGE"), _exit("CONFIGURATION"), _exit("ENGINE_DB"), \
     _exit("MIGRATION")
 VALIDATION, NOT_FOUND, REFUSED = _exit("VALIDATION"), _exit("NOT_FOUND"), _exit("REFUSED_BY_POLICY")
-STALE = _exit("STALE_TRANSITION")
+STALE, WAREHOUSE = _exit("STALE_TRANSITION"), _exit("WAREHOUSE")
 
 #: The option spellings the corpus uses (kebab-case is the documented one).
 P, T = "--pipeline-code", "--task-code"
@@ -119,6 +119,11 @@ CONFIG_EDITS: dict[str, Edit] = {
     "engine-schema-with-sqlite": _set("Engine", "schema", "etl"),
     "engine-secret-with-sqlite": _set("Engine", "secret", "ETL_CRAFT_ENGINE_PASSWORD"),
     "engine-key-unknown": _set("Engine", "paht", "x.db"),
+    "engine-connect-timeout-with-sqlite": _set("Engine", "connect_timeout_seconds", 5),
+    "engine-busy-timeout-zero": _set("Engine", "busy_timeout_seconds", 0),
+    "engine-busy-timeout-with-unit": _set("Engine", "busy_timeout_seconds", "30s"),
+    "warehouse-busy-timeout-huge": _set("Warehouse", "busy_timeout_seconds", 10**6),
+    "warehouse-statement-timeout-with-duckdb": _set("Warehouse", "statement_timeout_seconds", 60),
     "warehouse-dialect-snowflake": _set("Warehouse", "dialect", "snowflake"),
     "warehouse-path-missing": _drop("Warehouse", "path"),
     "warehouse-key-unknown": _set("Warehouse", "database", "x"),
@@ -449,7 +454,11 @@ def command_cases() -> list[Case]:
         ("engine-url-refused-port", ("--engine-url", "postgresql://root@127.0.0.1:1/x", "list"), ENGINE_DB),
         ("init-existing-project", ("init", "."), REFUSED),
     ]
-    return [Case(f"cli-{name}", args, code) for name, args, code in lines]
+    cases = [Case(f"cli-{name}", args, code) for name, args, code in lines]
+    # A PostgreSQL warehouse where nothing listens: rehash names it and Warehouse.url, and exits WAREHOUSE.
+    nobody = _replace_section("Warehouse", {"dialect": "postgresql", "url": "postgresql://analyst@127.0.0.1:1/dw"})
+    cases.append(Case("cli-rehash-warehouse-refused", ("rehash", "--target", "main.orders"), WAREHOUSE, nobody))
+    return cases
 
 
 def all_cases() -> list[Case]:

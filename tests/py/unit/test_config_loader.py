@@ -18,6 +18,7 @@ from etlcraft.config.loader import (
 from etlcraft.core.errors import ConfigurationError
 
 ENGINE_SQLITE = "Engine:\n  dialect: sqlite\n  path: engine.db\n"
+TIMEOUT_KEYS = ", connect_timeout_seconds, statement_timeout_seconds, busy_timeout_seconds"
 WAREHOUSE_DUCKDB = "Warehouse:\n  dialect: duckdb\n  path: warehouse.duckdb\n"
 ENGINE_PG = (
     "Engine:\n"
@@ -142,35 +143,41 @@ BROKEN = [
     ),
     pytest.param(
         "Engine:\n" + WAREHOUSE_DUCKDB,
-        "craft-connector.yml: Engine must be a mapping of dialect, path, url, secret, schema",
+        "craft-connector.yml: Engine must be a mapping of dialect, path, url, secret, schema"
+        + TIMEOUT_KEYS,
         id="engine-empty",
     ),
     pytest.param(
         "Engine:\n  - sqlite\n  - engine.db\n" + WAREHOUSE_DUCKDB,
-        "craft-connector.yml: Engine must be a mapping of dialect, path, url, secret, schema",
+        "craft-connector.yml: Engine must be a mapping of dialect, path, url, secret, schema"
+        + TIMEOUT_KEYS,
         id="engine-is-a-list",
     ),
     pytest.param(
         ENGINE_SQLITE + "Warehouse: duckdb\n",
-        "craft-connector.yml: Warehouse must be a mapping of dialect, path, url, secret",
+        "craft-connector.yml: Warehouse must be a mapping of dialect, path, url, secret"
+        + TIMEOUT_KEYS,
         id="warehouse-is-a-scalar",
     ),
     pytest.param(
         ENGINE_SQLITE + "  host: localhost\n" + WAREHOUSE_DUCKDB,
         "craft-connector.yml: unknown key Engine.host; "
-        "the keys of Engine are dialect, path, url, secret, schema",
+        "the keys of Engine are dialect, path, url, secret, schema"
+        + TIMEOUT_KEYS,
         id="unknown-engine-key",
     ),
     pytest.param(
         ENGINE_SQLITE + "  password: hunter2\n" + WAREHOUSE_DUCKDB,
         "craft-connector.yml: unknown key Engine.password; "
-        "the keys of Engine are dialect, path, url, secret, schema",
+        "the keys of Engine are dialect, path, url, secret, schema"
+        + TIMEOUT_KEYS,
         id="password-key-is-unknown",
     ),
     pytest.param(
         ENGINE_SQLITE + WAREHOUSE_PG + "  schema: dw\n",
         "craft-connector.yml: unknown key Warehouse.schema; "
-        "the keys of Warehouse are dialect, path, url, secret",
+        "the keys of Warehouse are dialect, path, url, secret"
+        + TIMEOUT_KEYS,
         id="warehouse-has-no-schema",
     ),
     pytest.param(

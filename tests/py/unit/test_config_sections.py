@@ -512,15 +512,15 @@ PLANNED = [
     pytest.param(
         "  Db_pool_size: 20\n",
         "craft-connector.yml: Orchestration.Db_pool_size is set to 20, but it is not supported yet: it is planned "
-        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 does "
-        "not read it)",
+        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 "
+        "does not read it)",
         id="db-pool-size",
     ),
     pytest.param(
         "  Db_pool_size: 0\n",
         "craft-connector.yml: Orchestration.Db_pool_size is set to 0, but it is not supported yet: it is planned "
-        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 does "
-        "not read it)",
+        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 "
+        "does not read it)",
         id="db-pool-size-out-of-range-is-planned-first",
     ),
     pytest.param(
