@@ -24,8 +24,10 @@ from tests.py.warehouse.conftest import Wh
 
 ROOT = Path(__file__).resolve().parents[3]
 ROWS = 40
-#: How long the first writer stays inside the locked region (at the fault point before its warehouse commit).
-PAUSE = 3.0
+#: How long the first writer stays inside the locked region (at the fault point before its warehouse commit): long
+#: enough for the second writer's process to start and reach the lock on a loaded 2-core machine (at 3 s it
+#: sometimes arrived after the first had committed, and never waited).
+PAUSE = 8.0
 
 WORKER = textwrap.dedent("""
     import logging, os, sys
