@@ -15,6 +15,7 @@ no run; after its resume, its schedule goes on from the resume.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -55,6 +56,11 @@ class Schedule:
     last_tick: datetime | None
     paused: bool
     active_runs: int
+
+    def signature(self) -> tuple[object, ...]:
+        """What decides its ticks, as read (its count of active runs aside, which changes with every run)."""
+        return (self.cron.expression, self.zone.key, self.start_date, self.catchup, self.max_catchup_runs,
+                self.overlap_policy, self.last_tick, self.paused)
 
     def starts_at(self) -> datetime | None:
         """The first instant SCHEDULE_START_DATE allows: its midnight in the schedule's zone."""
@@ -115,7 +121,7 @@ def _schedule(row: dict[str, Any], configured_zone: str | None) -> Schedule:
     start = row["schedule_start_date"]
     return Schedule(
         pipeline_id=int(row["pipeline_id"]), pipeline_code=str(row["pipeline_code"]),
-        cron=parse(str(row["run_schedule"])),
+        cron=_parsed(str(row["run_schedule"])),
         zone=ZoneInfo(zone_name(row["schedule_timezone"], str(row["project_code"]), row["project_timezone"],
                                 configured_zone)),
         start_date=date.fromisoformat(start) if isinstance(start, str) else start,
@@ -133,6 +139,7 @@ class Scheduler:
         self.run_settings, self.on_event = run_settings, on_event
         self.cursor: dict[int, datetime] = {}  # per pipeline: every tick at or before it has been handled
         self.next_at: dict[int, datetime] = {}
+        self.seen: dict[int, tuple[object, ...]] = {}  # per pipeline: its schedule row as last handled
 
     def due(self, now: datetime) -> bool:
         return not self.next_at or min(self.next_at.values()) <= now
@@ -141,16 +148,25 @@ class Scheduler:
         return min(self.next_at.values()) if self.next_at else None
 
     def tick(self, now: datetime) -> list[int]:
-        """Create the runs of every tick due by `now`; the ids of the runs created (SKIPPED ones included)."""
+        """Create the runs of every tick due by `now`; the ids of the runs created (SKIPPED ones included). A
+        pipeline whose schedule row is as it was and whose next tick is not due yet costs nothing more here."""
         created: list[int] = []
         schedules = read_schedules(self.db, self.configured_zone, self.on_event)
-        self.next_at = {}
+        next_at: dict[int, datetime] = {}
+        seen: dict[int, tuple[object, ...]] = {}
         for schedule in schedules:
+            key, pipeline_id = schedule.signature(), schedule.pipeline_id
+            seen[pipeline_id] = key
+            known = self.next_at.get(pipeline_id)
+            if self.seen.get(pipeline_id) == key and known is not None and known > now:
+                next_at[pipeline_id] = known
+                continue
             try:
                 created += self._pipeline(schedule, now)
             except EtlCraftError as exc:  # one pipeline's refusal (paused meanwhile, ...) stops no other
                 self.on_event(f"pipeline {schedule.pipeline_code}: no run created for its due tick: {exc}")
-            self.next_at[schedule.pipeline_id] = schedule.next_ticks(self.cursor.get(schedule.pipeline_id, now), 1)[0]
+            next_at[pipeline_id] = schedule.next_ticks(self.cursor.get(pipeline_id, now), 1)[0]
+        self.next_at, self.seen = next_at, seen
         return created
 
     def _pipeline(self, schedule: Schedule, now: datetime) -> list[int]:
@@ -214,6 +230,12 @@ class Scheduler:
         self.on_event(f"pipeline {schedule.pipeline_code}: tick {tick_of(tick)} created run {row.pipeline_run_id} "
                       f"({key}, run date {run_date_of(tick, schedule.zone)}) {what}")
         return int(row.pipeline_run_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(expression: str) -> CronSchedule:
+    """parse, once per expression: the schedules are read again every few seconds."""
+    return parse(expression)
 
 
 def _bounded(ticks: Any, limit: int) -> Any:
