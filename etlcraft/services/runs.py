@@ -24,6 +24,7 @@ from etlcraft.core.errors import (
     MigrationError,
     NotFoundError,
     RefusedByPolicyError,
+    StaleTransitionError,
     UsageError,
     WaitingError,
 )
@@ -183,7 +184,16 @@ def _admitted(db: EngineDB, pipeline: Pipeline, run_id: int, key: str, status: s
     if status != "QUEUED":
         return _must_be_in_progress(run_id, status)
     while True:
-        admitted = call(db, "admit_run", run_id=run_id, gate_wait_seconds=gate_wait_seconds)[0]
+        try:
+            admitted = call(db, "admit_run", run_id=run_id, gate_wait_seconds=gate_wait_seconds)[0]
+        except StaleTransitionError:
+            # Admitted by another caller meanwhile (a server, woken by this run's creation): it is IN-PROGRESS now,
+            # which is all this command asked for; anything else is the refusal it was.
+            with db.read() as conn:
+                row = fetch_one(db, conn, "run_header", run_id=run_id)
+            if row is not None and row["status"] == "IN-PROGRESS":
+                return run_id
+            raise
         if admitted.status == "IN-PROGRESS":
             return run_id
         if admitted.next_check_at is None:

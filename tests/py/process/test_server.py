@@ -226,3 +226,16 @@ def test_a_server_whose_lock_connection_drops_stops_at_once(project: Path, reque
     log = (project / "server.log").read_text()
     assert "leader lock connection to the Engine DB was lost" in log
     assert status(project, "flow", run_id)["run"]["status"] == "IN-PROGRESS"  # left for the next server
+
+
+def test_run_init_only_while_a_server_runs_succeeds_even_when_the_server_admits_the_run_first(
+        project: Path, request: pytest.FixtureRequest) -> None:
+    # create_run wakes the server (NOTIFY on PostgreSQL), which may admit the run before the command's own
+    # admit_run: the command then finds the run IN-PROGRESS, which is what it asked for.
+    start_server(project, request, "server")
+    for number in range(8):
+        created = etl_craft("run", "--pipeline-code", "other", "--init-only", "--run-key", f"race:{number}",
+                            "--format", "json", cwd=project)
+        assert created.code == 0, created.err
+        run_id = json.loads(created.out)["pipeline_run_id"]
+        wait_for(lambda run=run_id: ended(project, "other", run), timeout=60, what=f"run {run_id} to end")
