@@ -13,7 +13,7 @@ from typing import Any
 
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core.enums import RunStatus
-from etlcraft.core.errors import AmbiguousError, IncompleteError, NotFoundError, RefusedByPolicyError
+from etlcraft.core.errors import AmbiguousError, IncompleteError, RefusedByPolicyError
 from etlcraft.core.process import host
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_in
@@ -26,6 +26,7 @@ from etlcraft.services.runs import (
     action_arguments,
     create_run_settings,
     find_pipeline,
+    named_run,
     run_date_of,
 )
 from etlcraft.supervisor.local import Ended
@@ -60,10 +61,7 @@ def _the_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request: R
     for the server to admit."""
     with db.read() as conn:
         if request.run_id is not None:
-            row = fetch_one(db, conn, "run_header", run_id=request.run_id)
-            if row is None or row["pipeline_id"] != pipeline.pipeline_id:
-                raise NotFoundError(f"run {request.run_id} is not a run of pipeline {pipeline.code}; "
-                                    f"see etl-craft history --pipeline-code {pipeline.code}")
+            row = named_run(db, conn, pipeline, request.run_id)
             return _active(row), str(row["run_key"])
         if request.run_key is not None:
             found = fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=request.run_key)

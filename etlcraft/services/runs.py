@@ -139,10 +139,7 @@ def choose_run(db: EngineDB, pipeline: Pipeline, request: RunRequest, run_date: 
     to gate_wait_seconds for its upstream (see _admitted)."""
     if request.run_id is not None:
         with db.read() as conn:
-            row = fetch_one(db, conn, "run_header", run_id=request.run_id)
-        if row is None or row["pipeline_id"] != pipeline.pipeline_id:
-            raise NotFoundError(f"run {request.run_id} is not a run of pipeline {pipeline.code}; "
-                                f"see etl-craft history --pipeline-code {pipeline.code}")
+            row = named_run(db, conn, pipeline, request.run_id)
         return _must_be_in_progress(int(row["pipeline_run_id"]), str(row["status"]))
     if request.run_key is None:
         with db.read() as conn:
@@ -368,16 +365,21 @@ def _backfill_run(db: EngineDB, pipeline: Pipeline, day: date, reason: str | Non
     return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
 
 
+def named_run(db: EngineDB, conn: Any, pipeline: Pipeline, run_id: int) -> dict[str, Any]:
+    """The run --run-id names (its run_header row), refused unless it is a run of the pipeline."""
+    row = fetch_one(db, conn, "run_header", run_id=run_id)
+    if row is None or row["pipeline_id"] != pipeline.pipeline_id:
+        raise NotFoundError(f"run {run_id} is not a run of pipeline {pipeline.code}; "
+                            f"see etl-craft history --pipeline-code {pipeline.code}")
+    return row
+
+
 def select_run(db: EngineDB, config: ProjectConfig, pipeline: Pipeline, request: RunRequest) -> dict[str, Any]:
     """The run a task command works in: named by --run-id, by --run-key (created when the key is new), else the
     pipeline's single active run. Refuses to guess between several, or when there is none."""
     with db.read() as conn:
         if request.run_id is not None:
-            row = fetch_one(db, conn, "run_header", run_id=request.run_id)
-            if row is None or row["pipeline_id"] != pipeline.pipeline_id:
-                raise NotFoundError(f"run {request.run_id} is not a run of pipeline {pipeline.code}; "
-                                    f"see etl-craft history --pipeline-code {pipeline.code}")
-            return row
+            return named_run(db, conn, pipeline, request.run_id)
         if request.run_key is not None:
             found = fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=request.run_key)
         else:
