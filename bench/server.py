@@ -7,8 +7,9 @@ pipelines daily at the next minute boundary that leaves time to start, and the s
 it with --slots S: at the tick every pipeline's run is created, admitted and driven, once.
 
 Prints, measured in this run:
-  - tick to run created, and tick to its first attempt started: p50, p99 (seconds);
-  - dependency met (the last upstream task run ended) to successor attempt started: p50, p99;
+  - tick to run created, to run admitted, and to its first attempt started: p50, p99 (seconds);
+  - dependency met (the last upstream task run ended) to successor attempt started: p50, p99, over the tick's
+    runs (slots mostly full) and over the idle server's chain (slots free);
   - tasks per second, from the tick to the last task's end;
   - the server's peak RSS (VmHWM);
   - Engine DB transactions committed per task (pg_stat_database.xact_commit over the run, every client);
@@ -159,6 +160,7 @@ def _bench(project: Path, url: str, options: argparse.Namespace) -> int:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
         figures, wall = _figures(conn, key, tick)
+        free = _successors(conn, "bench:chain")
     tasks = options.pipelines * len(TASKS)
     if done < options.pipelines:
         print(f"only {done} of {options.pipelines} runs ended within {options.timeout:g} s")
@@ -172,6 +174,8 @@ def _bench(project: Path, url: str, options: argparse.Namespace) -> int:
     defined = options.pipelines + options.defined
     print(f"  server peak RSS                          {peak / 1024:7.1f} MB (with {defined} pipelines defined)")
     print(f"  Engine DB transactions per task          {xacts / tasks:7.1f}")
+    print(f"  dependency met to successor started, slots free (the idle server's chain): p50 {_pct(free, 0.5):.3f} s, "
+          f"p99 {_pct(free, 0.99):.3f} s (n={len(free)})")
     print(f"  the same 10-task chain run by the idle server: {chain * 1000:.0f} ms per task, etl-craft run "
           f"{reference * 1000:.0f} ms, ratio {chain / reference:.2f}")
     print(f"  wall time per task over the tick's runs: server {wall / tasks * 1000:.0f} ms, ratio to etl-craft run "
@@ -183,12 +187,21 @@ def _bench(project: Path, url: str, options: argparse.Namespace) -> int:
 def _figures(conn: psycopg.Connection, key: str, tick: datetime) -> tuple[dict[str, list[float]], float]:
     runs = conn.execute("""
         SELECT extract(epoch FROM r.queued_at - %(tick)s), extract(epoch FROM min(a.started_at) - %(tick)s),
-               extract(epoch FROM max(a.ended_at) - %(tick)s)
+               extract(epoch FROM max(a.ended_at) - %(tick)s), extract(epoch FROM r.start_date - %(tick)s)
           FROM etl_craft.aud_pipelines_run_log r
           JOIN etl_craft.aud_task_run_log t ON t.pipeline_run_id = r.pipeline_run_id
           JOIN etl_craft.aud_task_attempts a ON a.task_run_id = t.task_run_id
          WHERE r.run_key = %(key)s GROUP BY r.pipeline_run_id, r.queued_at""", {"tick": tick, "key": key}).fetchall()
-    successors = conn.execute("""
+    return ({"tick to run created": [float(r[0]) for r in runs],
+             "tick to run admitted": [float(r[3]) for r in runs],
+             "tick to first attempt started": [float(r[1]) for r in runs],
+             "dependency met to successor started": _successors(conn, key)},
+            max(float(r[2]) for r in runs))
+
+
+def _successors(conn: psycopg.Connection, key: str) -> list[float]:
+    """Seconds from a task's last upstream ending to its attempt starting, over the runs whose key is `key`."""
+    rows = conn.execute("""
         SELECT extract(epoch FROM a.started_at - max(ut.end_date))
           FROM etl_craft.aud_pipelines_run_log r
           JOIN etl_craft.aud_task_run_log t ON t.pipeline_run_id = r.pipeline_run_id
@@ -197,10 +210,7 @@ def _figures(conn: psycopg.Connection, key: str, tick: datetime) -> tuple[dict[s
           JOIN etl_craft.aud_task_run_log ut
             ON ut.pipeline_run_id = r.pipeline_run_id AND ut.task_id = d.depends_on_task_id
          WHERE r.run_key = %(key)s GROUP BY a.attempt_id, a.started_at""", {"key": key}).fetchall()
-    return ({"tick to run created": [float(r[0]) for r in runs],
-             "tick to first attempt started": [float(r[1]) for r in runs],
-             "dependency met to successor started": [float(r[0]) for r in successors]},
-            max(float(r[2]) for r in runs))
+    return [float(r[0]) for r in rows]
 
 
 def _chain_under_server(project: Path, conn: psycopg.Connection) -> float:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from etlcraft.core.actor import SYSTEM, acting_as
 from etlcraft.core.enums import AttemptStatus
@@ -49,6 +50,38 @@ class TaskPolicy:
     retries: int  # how many retries the Engine DB's retry rule gives the task (retry_policy), for messages
 
 
+@dataclass(frozen=True)
+class RunState:
+    """What a driver needs to know of its run at the start of a turn (the run_states query): one read for every run
+    an overseer drives, instead of several per run."""
+
+    cancel_requested: bool
+    next_queued: datetime | None  # when its earliest QUEUED attempt is due (a retry's NOT_BEFORE, else now)
+    next_check: datetime | None  # the next look at a task gate that waits
+    foreign_live: int  # its attempts live under another owner
+    pause: dict[str, Any] | None  # its pipeline's open pause
+
+    @property
+    def next_due(self) -> datetime | None:
+        """When something of the run is next due: a queued attempt, or a gate's next look."""
+        due = [d for d in (self.next_queued, self.next_check) if d is not None]
+        return min(due) if due else None
+
+
+def read_states(db: EngineDB, owner_id: str, run_id: int = -1) -> dict[int, RunState]:
+    """The state of every IN-PROGRESS run `owner_id` owns, and of run `run_id` whoever owns it, by run id."""
+    with db.read() as conn:
+        rows = fetch_all(db, conn, "run_states", owner_id=owner_id, run_id=run_id)
+    return {int(r["pipeline_run_id"]): RunState(
+        cancel_requested=r["cancel_requested_at"] is not None,
+        next_queued=as_utc(r["next_queued"]) if r["next_queued"] is not None else None,
+        next_check=as_utc(r["next_check"]) if r["next_check"] is not None else None,
+        foreign_live=int(r["foreign_live"] or 0),
+        pause=None if r["paused_at"] is None else {"pipeline_code": r["pipeline_code"], "paused_by": r["paused_by"],
+                                                   "pause_reason": r["pause_reason"]},
+    ) for r in rows}
+
+
 @dataclass
 class RunOutcome:
     pipeline_run_id: int
@@ -75,25 +108,32 @@ class RunDriver:
         self.wake_at = 0.0  # time.monotonic() of the next look; 0: now
         self.lost: str | None = None  # set when the run's lease was found lost
         self.starved = False  # its queued attempts found no free slot of the supervisor's
+        self.new_gate_wait = False  # a task gate began to wait in this turn
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
-    def step(self, supervisor: LocalSupervisor, dispatch: bool = True) -> bool:
+    def step(self, supervisor: LocalSupervisor, dispatch: bool = True, state: RunState | None = None) -> bool:
         """One turn; False once the run has nothing left to do here: then either outcome.message says why it was
         left (lease lost, paused) or the run is ready to be finalized (finish). With dispatch False (the overseer
-        is stopping) nothing new is started."""
+        is stopping) nothing new is started. `state` is the run's state read at the start of the turn (read here
+        when not given)."""
         now = time.monotonic()
         if self.lost:
             self.outcome.ended += supervisor.stop_all(f"stopped: {self.lost}", only=set(self.children))
             self.children.clear()
             self.outcome.message = f"the run's lease was lost ({self.lost}); it was left to its new owner"
             return False
-        if self.children and self._cancel_requested():
+        if state is None:
+            state = self.read_state()
+        if self.children and state.cancel_requested:
             self._stop_cancelled(supervisor)
         self.starved = False
-        started = self._dispatch(supervisor) if dispatch else False
+        self.new_gate_wait = False
+        started = self._dispatch(supervisor, state) if dispatch else False
+        if self.new_gate_wait:  # a gate began to wait in this turn: its next look is not in the state read before
+            state = self.read_state()
         if self.children:
-            self.wake_at = now + self._until_due()
+            self.wake_at = now + self._until_due(state)
             return True
         if not dispatch:
             return False
@@ -103,11 +143,12 @@ class RunDriver:
         if started:
             self.wake_at = now
             return True
-        if self._foreign_attempts_live():
+        if state.foreign_live and self._foreign_attempts_live():
             return True
-        if self._paused():  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
+        if state.pause is not None:  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
+            self._paused(state.pause)
             return False
-        due = self._next_due()
+        due = state.next_due
         if due is None:
             return False
         left = (due - self.db.clock.now()).total_seconds()
@@ -159,7 +200,10 @@ class RunDriver:
 
     # -- dispatch ------------------------------------------------------------------------------------------------
 
-    def _dispatch(self, supervisor: LocalSupervisor) -> bool:
+    def read_state(self) -> RunState:
+        return read_states(self.db, self.settings.owner_id, self.run_id)[self.run_id]
+
+    def _dispatch(self, supervisor: LocalSupervisor, state: RunState) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""
         started = False
         ready = [t for t in call(self.db, "ready_tasks", run_id=self.run_id)
@@ -176,6 +220,7 @@ class RunDriver:
             if queued.outcome == "WAITING":  # its gate waits for the upstream: no slot is held, ready_tasks skips it
                 if task.task_id not in self.gate_waiting:  # said once; explain shows every look
                     self.gate_waiting.add(task.task_id)
+                    self.new_gate_wait = True
                     self.on_event(f"{task.task_code}: {queued.reason}")
                 continue
             if queued.outcome != "QUEUED":
@@ -186,8 +231,13 @@ class RunDriver:
                 continue
             self.task_codes[task.task_id] = task.task_code
             started = True
-        if started or self._free(supervisor) > 0:
+        waiting = started or (state.next_queued is not None and state.next_queued <= self.db.clock.now())
+        if not waiting:  # nothing queued is due: no claim to try
+            return started
+        if self._free(supervisor) > 0:
             self._claim_and_start(supervisor)
+        elif not self.children:
+            self.starved = supervisor.free <= 0  # woken when a slot frees (the server's slot queue)
         return started
 
     def _free(self, supervisor: LocalSupervisor) -> int:
@@ -255,24 +305,14 @@ class RunDriver:
         self.wake_at = time.monotonic() + self.settings.heartbeat_seconds
         return True
 
-    def _paused(self) -> bool:
+    def _paused(self, pause: dict[str, Any]) -> None:
         """A paused pipeline admits no task: once what runs has ended, the run is released, IN-PROGRESS."""
-        with self.db.read() as conn:
-            pause = fetch_one(self.db, conn, "run_pipeline_pause", run_id=self.run_id)
-        if pause is None:
-            return False
         self.release()
         code = pause["pipeline_code"]
         self.outcome.message = (
             f"pipeline {code} is paused (by {pause['paused_by']}: {pause['pause_reason'] or 'no reason given'}), so "
             f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline-code {code}, "
             f"then etl-craft run --pipeline-code {code} --run-id {self.run_id} carries on")
-        return True
-
-    def _cancel_requested(self) -> bool:
-        with self.db.read() as conn:
-            row = fetch_one(self.db, conn, "run_header", run_id=self.run_id)
-        return row is not None and row["cancel_requested_at"] is not None
 
     def _stop_cancelled(self, supervisor: LocalSupervisor) -> None:
         """The run was cancelled: its running attempts end CANCELLED (their owner acknowledges the request) and their
@@ -303,17 +343,10 @@ class RunDriver:
         self.on_event(f"{ended.task_code}: retry {queued['retry_number']} of {retries} (attempt "
                       f"{queued['attempt_id']}) in {delay:g} s")
 
-    def _next_due(self) -> datetime | None:
-        """When a retry of this run is due, or a gate of it that waits looks again (run_next_due)."""
-        with self.db.read() as conn:
-            row = fetch_one(self.db, conn, "run_next_due", run_id=self.run_id)
-        due = row and row["next_due"]
-        return as_utc(due) if due else None
-
-    def _until_due(self) -> float:
+    def _until_due(self, state: RunState) -> float:
         """Seconds to wait for a task process to end before looking again: a heartbeat, or less when something
         of the run is due sooner."""
-        due = self._next_due()
+        due = state.next_due
         left = (due - self.db.clock.now()).total_seconds() if due else 0.0
         # Due already: only a free slot was missing, and a task process that ends wakes the wait anyway.
         return min(left, self.settings.heartbeat_seconds) if left > 0 else self.settings.heartbeat_seconds

@@ -28,7 +28,7 @@ from etlcraft.core.cron import CronError, CronSchedule, next_after, parse, tick_
 from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.functions import call_in
+from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all
 
 MISSED = "missed while no server was running"
@@ -55,10 +55,9 @@ class Schedule:
     overlap_policy: str
     last_tick: datetime | None
     paused: bool
-    active_runs: int
 
     def signature(self) -> tuple[object, ...]:
-        """What decides its ticks, as read (its count of active runs aside, which changes with every run)."""
+        """What decides its ticks, as read."""
         return (self.cron.expression, self.zone.key, self.start_date, self.catchup, self.max_catchup_runs,
                 self.overlap_policy, self.last_tick, self.paused)
 
@@ -127,7 +126,7 @@ def _schedule(row: dict[str, Any], configured_zone: str | None) -> Schedule:
         start_date=date.fromisoformat(start) if isinstance(start, str) else start,
         catchup=row["catchup"] == "Y", max_catchup_runs=int(row["max_catchup_runs"] or 1),
         overlap_policy=str(row["overlap_policy"] or "SKIP"), last_tick=parse_tick_key(row["last_tick_key"]),
-        paused=bool(row["paused"]), active_runs=int(row["active_runs"]))
+        paused=bool(row["paused"]))
 
 
 class Scheduler:
@@ -189,14 +188,9 @@ class Scheduler:
             for tick in missed[:-keep]:
                 created.append(self._create(schedule, tick, skip=MISSED))
             for tick in missed[-keep:]:
-                created.append(self._create(schedule, tick))
-        active = schedule.active_runs + len(missed[-self._keep(schedule):]) if missed else schedule.active_runs
-        for tick in live:
-            if active and schedule.overlap_policy == "SKIP":
-                created.append(self._create(schedule, tick, skip="previous run still active"))
-                continue
+                created.append(self._create(schedule, tick, catching_up=True))
+        for tick in live:  # create_run skips a tick the pipeline's overlap policy skips
             created.append(self._create(schedule, tick))
-            active += 1
         self.cursor[schedule.pipeline_id] = now
         return created
 
@@ -214,19 +208,18 @@ class Scheduler:
             after = floor - timedelta(microseconds=1)
         return after
 
-    def _create(self, schedule: Schedule, tick: datetime, skip: str | None = None) -> int:
-        """The run of one tick: QUEUED for the server to admit, or SKIPPED at once with the reason."""
+    def _create(self, schedule: Schedule, tick: datetime, skip: str | None = None, catching_up: bool = False) -> int:
+        """The run of one tick: QUEUED for the server to admit, or SKIPPED at once (a missed tick, or one the
+        pipeline's overlap policy skips: create_run decides, with the reason as the run's message). Not durable:
+        a run a database crash loses is created again from its tick (the same key)."""
         key = tick_key(tick)
-        with acting_as(SCHEDULE_ACTOR), self.db.write() as conn:
-            row = call_in(self.db, conn, "create_run", pipeline_id=schedule.pipeline_id, run_key=key,
-                          run_date=run_date_of(tick, schedule.zone), trigger_kind="SCHEDULE", status="QUEUED",
-                          **self.run_settings)[0]
-            if not row.created:
-                return int(row.pipeline_run_id)
-            if skip is not None:
-                call_in(self.db, conn, "finish_run", run_id=row.pipeline_run_id, from_status="QUEUED",
-                        status="SKIPPED", message=skip)
-        what = f"SKIPPED ({skip})" if skip else "QUEUED"
+        with acting_as(SCHEDULE_ACTOR):
+            row = call(self.db, "create_run", pipeline_id=schedule.pipeline_id, run_key=key,
+                       run_date=run_date_of(tick, schedule.zone), trigger_kind="SCHEDULE", status="QUEUED",
+                       skip_reason=skip, catching_up=catching_up, durable=False, **self.run_settings)[0]
+        if not row.created:
+            return int(row.pipeline_run_id)
+        what = f"{row.status} ({row.message})" if row.message else row.status
         self.on_event(f"pipeline {schedule.pipeline_code}: tick {tick_of(tick)} created run {row.pipeline_run_id} "
                       f"({key}, run date {run_date_of(tick, schedule.zone)}) {what}")
         return int(row.pipeline_run_id)

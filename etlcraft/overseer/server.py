@@ -45,7 +45,7 @@ from etlcraft.engine.db import EngineDB, format_timestamp
 from etlcraft.engine.functions import call
 from etlcraft.engine.locks import HeldLock, try_hold
 from etlcraft.engine.queries import fetch_all, fetch_one
-from etlcraft.overseer.driver import RunDriver, RunSettings, TaskPolicy, as_utc
+from etlcraft.overseer.driver import RunDriver, RunSettings, TaskPolicy, as_utc, read_states
 from etlcraft.overseer.local import stop_signals
 from etlcraft.overseer.schedules import Scheduler
 from etlcraft.supervisor.child import ChildRequest
@@ -337,10 +337,12 @@ class Server:
 
     def _step_drivers(self) -> None:
         now = time.monotonic()
-        for run_id, driver in list(self.drivers.items()):
-            if driver.wake_at > now:
-                continue
-            if driver.step(self.supervisor):
+        due = [(run_id, driver) for run_id, driver in self.drivers.items() if driver.wake_at <= now]
+        if not due:
+            return
+        states = read_states(self.db, self.settings.owner_id)  # one read for every run it drives
+        for run_id, driver in due:
+            if driver.step(self.supervisor, state=states.get(run_id)):
                 continue
             driver.finish()
             del self.drivers[run_id]
@@ -411,9 +413,11 @@ class Server:
             if self.admit_after.get(run_id, 0.0) > now:
                 continue
             try:
+                # Not durable: a run a database crash leaves QUEUED is admitted again. A gate that is not met and
+                # does not wait ends the run SKIPPED (skip_unmet).
                 admitted = call(self.db, "admit_run", run_id=run_id, owner_id=self.settings.owner_id,
                                 lease_seconds=self.settings.lease_seconds,
-                                gate_wait_seconds=self.settings.gate_wait_seconds)[0]
+                                gate_wait_seconds=self.settings.gate_wait_seconds, skip_unmet=True, durable=False)[0]
             except StaleTransitionError:
                 continue  # admitted or ended by another caller meanwhile (run --init-only admits its own run)
             except RefusedByPolicyError as exc:
@@ -424,15 +428,13 @@ class Server:
             if admitted.status == "IN-PROGRESS":
                 self.admit_after.pop(run_id, None)
                 self.log(f"admitted run {run_id} ({row['run_key']})", run=run_id, pipeline=row["pipeline_code"])
-                self._drive(run_id, str(row["pipeline_code"]), row.get("max_parallel_tasks"))
+                self._drive(run_id, str(row["pipeline_code"]), row.get("max_parallel_tasks"), admitted=True)
             elif admitted.next_check_at is not None:
                 left = (as_utc(admitted.next_check_at) - self.db.clock.now()).total_seconds()
                 self.admit_after[run_id] = now + max(left, 0.25)
                 self.log(f"run {run_id} ({row['run_key']}) waits: {admitted.reason}", run=run_id,
                          pipeline=row["pipeline_code"])
             else:
-                call(self.db, "finish_run", run_id=run_id, from_status="QUEUED", status="SKIPPED",
-                     message=admitted.reason)
                 self.log(f"run {run_id} ({row['run_key']}) SKIPPED: {admitted.reason}", run=run_id,
                          pipeline=row["pipeline_code"])
 
@@ -457,14 +459,16 @@ class Server:
                      run=run_id, pipeline=row["pipeline_code"])
             self._drive(run_id, str(row["pipeline_code"]), row.get("max_parallel_tasks"))
 
-    def _drive(self, run_id: int, pipeline_code: str, slots: int | None) -> None:
+    def _drive(self, run_id: int, pipeline_code: str, slots: int | None, admitted: bool = False) -> None:
+        """Drive run `run_id` from now on; a run it has just admitted has no attempt yet, so none can be lost."""
         settings = self.run_settings(pipeline_code, run_id, slots)
 
         def on_event(message: str) -> None:
             self.log(message, run=run_id, pipeline=pipeline_code)
 
         driver = RunDriver(self.db, run_id, settings, self.policies(run_id), on_event, self.reconcile)
-        driver.requeue_lost()
+        if not admitted:
+            driver.requeue_lost()
         self.drivers[run_id] = driver
 
     def _stop_all(self, reason: str) -> None:

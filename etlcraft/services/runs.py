@@ -214,18 +214,21 @@ def _must_be_in_progress(run_id: int, status: str) -> int:
 def task_policies(db: EngineDB, run_id: int) -> Callable[[int], TaskPolicy]:
     """Each task's time limit (TASK_TIMEOUT_SECONDS, which the supervisor enforces) and the number of retries the
     Engine DB's retry rule gives it (retry_policy), for messages. validate has already refused values that do not
-    parse."""
-    timeouts: dict[int, float | None] = {}
-    with db.read() as conn:
-        for row in fetch_all(db, conn, "run_task_rows", run_id=run_id):
-            found = {p["parameter_name"].upper(): p["parameter_value"]
-                     for p in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"]) if p["parameter_value"]}
-            timeout = found.get("TASK_TIMEOUT_SECONDS") or parameters.BY_NAME["TASK_TIMEOUT_SECONDS"].default
-            timeouts[int(row["task_id"])] = float(timeout or 0) or None
-    retries = {int(r.task_id): int(r.retries) for r in call(db, "retry_policy", run_id=run_id)}
+    parse. Read once, when a task of the run first needs them: a server admits many runs at a tick."""
+    read: dict[str, dict[int, Any]] = {}
+
+    def policies() -> dict[str, dict[int, Any]]:
+        if not read:
+            default = parameters.BY_NAME["TASK_TIMEOUT_SECONDS"].default
+            with db.read() as conn:
+                read["timeouts"] = {int(r["task_id"]): float(r["timeout_seconds"] or default or 0) or None
+                                    for r in fetch_all(db, conn, "run_task_timeouts", run_id=run_id)}
+            read["retries"] = {int(r.task_id): int(r.retries) for r in call(db, "retry_policy", run_id=run_id)}
+        return read
 
     def policy(task_id: int) -> TaskPolicy:
-        return TaskPolicy(timeout=timeouts.get(task_id), retries=retries.get(task_id, 0))
+        known = policies()
+        return TaskPolicy(timeout=known["timeouts"].get(task_id), retries=known["retries"].get(task_id, 0))
     return policy
 
 

@@ -134,26 +134,40 @@ SELECT d.TASK_ID, d.DEPENDS_ON_TASK_ID, d.DEPENDENCY_TYPE, u.TASK_CODE AS UPSTRE
  WHERE r.PIPELINE_RUN_ID = :run_id
  ORDER BY d.TASK_ID, u.TASK_CODE;
 
--- name: run_next_due :one
--- When something of the run is next due: the earliest NOT_BEFORE among its QUEUED attempts (a retry waiting for
--- its delay; an attempt without one is due since it was queued: it waits for a slot) and NEXT_CHECK_AT among its
--- open task gate waits (the next look at a gate that waits).
-SELECT MIN(d.DUE) AS NEXT_DUE
-  FROM (SELECT COALESCE(a.NOT_BEFORE, a.QUEUED_AT) AS DUE
-          FROM {AUD_TASK_ATTEMPTS} a
-          JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
-         WHERE tr.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED'
-        UNION ALL
-        SELECT w.NEXT_CHECK_AT
-          FROM {AUD_GATE_WAITS} w
-         WHERE w.PIPELINE_RUN_ID = :run_id AND w.TASK_ID IS NOT NULL AND w.ENDED_AT IS NULL) d;
-
 -- name: run_pipeline_pause :one
 -- The open pause of the run's pipeline, if it is paused.
 SELECT ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON, p.PIPELINE_CODE
   FROM {AUD_PIPELINES_RUN_LOG} r
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
   JOIN {AUD_PIPELINE_PAUSES} ps ON ps.PIPELINE_ID = r.PIPELINE_ID AND ps.RESUMED_AT IS NULL
+ WHERE r.PIPELINE_RUN_ID = :run_id;
+
+-- name: run_states :many
+-- What an overseer needs to know of each run it drives, in one read per turn: the IN-PROGRESS runs :owner_id owns,
+-- and run :run_id whoever owns it (-1: none). Per run: whether a cancel was asked for, when its earliest QUEUED
+-- attempt is due (NOT_BEFORE, else since it was queued: it waits for a slot), the next look of a task gate that
+-- waits, how many of its attempts are live under another owner, and its pipeline's open pause.
+SELECT r.PIPELINE_RUN_ID, r.CANCEL_REQUESTED_AT, p.PIPELINE_CODE,
+       (SELECT MIN(COALESCE(a.NOT_BEFORE, a.QUEUED_AT)) FROM {AUD_TASK_ATTEMPTS} a
+         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS = 'QUEUED') AS NEXT_QUEUED,
+       (SELECT MIN(w.NEXT_CHECK_AT) FROM {AUD_GATE_WAITS} w
+         WHERE w.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND w.TASK_ID IS NOT NULL AND w.ENDED_AT IS NULL) AS NEXT_CHECK,
+       (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
+         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS IN ('CLAIMED', 'RUNNING')
+           AND a.OWNER_ID <> :owner_id) AS FOREIGN_LIVE,
+       ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+  LEFT JOIN {AUD_PIPELINE_PAUSES} ps ON ps.PIPELINE_ID = r.PIPELINE_ID AND ps.RESUMED_AT IS NULL
+ WHERE (r.STATUS = 'IN-PROGRESS' AND r.OWNER_ID = :owner_id) OR r.PIPELINE_RUN_ID = :run_id;
+
+-- name: run_task_timeouts :many
+-- Each active task of the run's pipeline with its TASK_TIMEOUT_SECONDS parameter (NULL: not set).
+SELECT t.TASK_ID, tp.PARAMETER_VALUE AS TIMEOUT_SECONDS
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_TASKS} t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
+  LEFT JOIN {CFG_TASK_PARAMETERS} tp ON tp.TASK_ID = t.TASK_ID AND tp.ACTIVE_FLAG = 'Y'
+   AND UPPER(tp.PARAMETER_NAME) = 'TASK_TIMEOUT_SECONDS'
  WHERE r.PIPELINE_RUN_ID = :run_id;
 
 -- name: run_open_gate_waits :many

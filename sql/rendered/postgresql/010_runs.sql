@@ -1,8 +1,8 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = NULL, status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
--- @returns pipeline_run_id bigint, status text, created bool
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = NULL, status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL, skip_reason text = NULL, catching_up bool = false, durable bool = true
+-- @returns pipeline_run_id bigint, status text, created bool, message text
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
 --   Its TRIGGER_KIND is trigger_kind, else (NULL) read from the key: ORCHESTRATOR for a key orchestrator:<id> (the run
 --   an external orchestrator names by its own run id), MANUAL for any other.
@@ -14,7 +14,12 @@
 --   has active pipeline dependencies, the call is refused unless bypass_reason is given, and then every dependency is
 --   recorded BYPASSED in AUD_GATE_DECISIONS with the actor and the reason (as admit_run's bypass records it). Create
 --   such a run QUEUED and admit it with admit_run to have its gate judged.
--- @transition RUN (none) -> IN-PROGRESS or QUEUED
+--   A run created QUEUED ends SKIPPED at once, with its reason as MESSAGE, when skip_reason is given (a schedule tick
+--   missed while no server ran) or when it is a SCHEDULE run of a pipeline whose OVERLAP_POLICY is SKIP while another
+--   run of the pipeline is QUEUED or IN-PROGRESS, unless catching_up (a missed tick that CATCHUP keeps). With durable false (PostgreSQL; SQLite ignores it) the commit does not
+--   wait for the WAL flush: for a server's scheduled runs, which it creates again (same key) if a crash of the database
+--   loses them.
+-- @transition RUN (none) -> IN-PROGRESS or QUEUED; QUEUED -> SKIPPED (a missed tick, or the overlap policy)
 -- @locks the ux_run_key entry of the key
 -- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, an IN-PROGRESS run
 --   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), a retry default is out of
@@ -42,9 +47,12 @@ CREATE FUNCTION etl_craft.create_run(
   p_retry_delay_seconds integer DEFAULT NULL,
   p_retry_backoff double precision DEFAULT NULL,
   p_bypass_reason text DEFAULT NULL,
+  p_skip_reason text DEFAULT NULL,
+  p_catching_up boolean DEFAULT false,
+  p_durable boolean DEFAULT true,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
-) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean)
+) RETURNS TABLE (pipeline_run_id bigint, status text, created boolean, message text)
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = etl_craft, pg_catalog, pg_temp
@@ -55,6 +63,8 @@ DECLARE
   v_rows bigint;
   v_failure text;
   v_run_id bigint;
+  v_skip text;
+  v_durability text;
 BEGIN
   IF p_retries < 0 OR p_retry_delay_seconds < 0 OR p_retry_backoff < 1 THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('the retry defaults are retries >= 0, retry_delay_seconds >= 0 and retry_backoff >= 1, not ' || COALESCE(CAST(p_retries AS text), 'NULL') || ', ' || COALESCE(CAST(p_retry_delay_seconds AS text), 'NULL') || ' and ' || COALESCE(CAST(p_retry_backoff AS text), 'NULL') || '; fix Orchestration: Retries, Retry_delay_seconds or Retry_backoff in craft-connector.yml'), 'EC023');
@@ -77,6 +87,9 @@ BEGIN
      AND r.RUN_KEY <> p_run_key;
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  IF NOT COALESCE(p_durable, true) THEN
+    v_durability := set_config('synchronous_commit', 'off', true);  -- an expression: no executor, unlike PERFORM
   END IF;
   SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' has a pipeline gate (' || g.deps || '), which a run created IN-PROGRESS would skip; create the run QUEUED and admit it with admit_run, which judges the gate and records its decisions, or pass bypass_reason to start it with every dependency recorded BYPASSED') INTO v_failure
     FROM etl_craft.CFG_PIPELINES p
@@ -120,13 +133,27 @@ BEGIN
    WHERE d.PIPELINE_ID = p_pipeline_id AND d.ACTIVE_FLAG = 'Y' AND v_run_id IS NOT NULL
      AND p_status = 'IN-PROGRESS' AND p_bypass_reason IS NOT NULL
    ORDER BY d.PIPELINE_DEPENDENCY_ID;
+  -- A new QUEUED run that will not run: a missed tick (skip_reason), or a scheduled run its overlap policy skips.
+  SELECT CASE WHEN v_run_id IS NULL OR p_status <> 'QUEUED' THEN NULL
+              ELSE COALESCE(p_skip_reason,
+                            (SELECT 'previous run still active: run ' || o.PIPELINE_RUN_ID || ' (' || o.RUN_KEY || ') is '
+                                    || o.STATUS || ' and the pipeline''s OVERLAP_POLICY is SKIP'
+                               FROM etl_craft.AUD_PIPELINES_RUN_LOG o JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = o.PIPELINE_ID
+                              WHERE o.PIPELINE_ID = p_pipeline_id AND o.PIPELINE_RUN_ID <> v_run_id
+                                AND o.STATUS IN ('QUEUED', 'IN-PROGRESS') AND p.OVERLAP_POLICY = 'SKIP'
+                                AND p_trigger_kind = 'SCHEDULE' AND NOT COALESCE(p_catching_up, false)
+                              ORDER BY o.PIPELINE_RUN_ID LIMIT 1)) END INTO v_skip;
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = 'SKIPPED', END_DATE = v_now, MESSAGE = v_skip, ENDED_BY = etl_craft._actor(),
+         ENDED_BY_KIND = etl_craft._actor_kind()
+   WHERE PIPELINE_RUN_ID = v_run_id AND v_skip IS NOT NULL AND STATUS = 'QUEUED';
   PERFORM pg_notify('etl_craft_events', 'create_run:' || COALESCE(CAST(p_pipeline_id AS text), 'NULL'));
   RETURN QUERY
-  SELECT q.pipeline_run_id::bigint, q.status::text, q.created::boolean
+  SELECT q.pipeline_run_id::bigint, q.status::text, q.created::boolean, q.message::text
     FROM (
-      SELECT r.PIPELINE_RUN_ID, r.STATUS, v_run_id IS NOT NULL
+      SELECT r.PIPELINE_RUN_ID, r.STATUS, v_run_id IS NOT NULL, r.MESSAGE
         FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_ID = p_pipeline_id AND r.RUN_KEY = p_run_key
-    ) AS q(pipeline_run_id, status, created);
+    ) AS q(pipeline_run_id, status, created, message);
 END
 $fn$;
 -- @end create_run

@@ -5,7 +5,7 @@
 
 
 -- @function admit_run
--- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL, gate_wait_seconds int = 0
+-- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL, gate_wait_seconds int = 0, skip_unmet bool = false, durable bool = true
 -- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int, next_check_at timestamptz, reason text
 -- @purpose Admit a QUEUED run through its pipeline gate. Every active pipeline dependency of its pipeline is
 --   judged (the latest ended, non-backfill upstream run whose status satisfies the edge and that no other run of the
@@ -20,8 +20,11 @@
 --   may still be met (the upstream has a run queued or in progress) waits instead of deciding: the wait is kept in
 --   AUD_GATE_WAITS (TASK_ID NULL) with its next look, returned as next_check_at, and no decision is recorded; the
 --   caller admits again at that time (a new caller too: the wait and its deadline survive a restart). reason says
---   what is unmet and, while waiting, the look and the deadline. Never changes another run (B23, B7).
--- @transition RUN QUEUED -> IN-PROGRESS (or stays QUEUED when a dependency is unmet)
+--   what is unmet and, while waiting, the look and the deadline. With skip_unmet (the server) an unmet gate that does not
+--   wait ends the run SKIPPED here, with that reason as its MESSAGE, instead of leaving it QUEUED. With durable false
+--   (PostgreSQL; SQLite ignores it) the commit does not wait for the WAL flush: a server admits again what a crash of
+--   the database loses. Never changes another run (B23, B7).
+-- @transition RUN QUEUED -> IN-PROGRESS, or SKIPPED with skip_unmet (else stays QUEUED when a dependency is unmet)
 -- @locks PostgreSQL: the pipeline row (FOR NO KEY UPDATE, so admissions of one pipeline take turns), then the
 --   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
 -- @errors EC021 no such run; EC020 the run is not QUEUED; EC023 the pipeline is paused, or another run of the
@@ -43,6 +46,8 @@ CREATE FUNCTION etl_craft.admit_run(
   p_lease_seconds integer DEFAULT 60,
   p_bypass_reason text DEFAULT NULL,
   p_gate_wait_seconds integer DEFAULT 0,
+  p_skip_unmet boolean DEFAULT false,
+  p_durable boolean DEFAULT true,
   p_actor text DEFAULT NULL,
   p_actor_kind text DEFAULT NULL
 ) RETURNS TABLE (pipeline_run_id bigint, status text, satisfied integer, unsatisfied integer, next_check_at timestamptz, reason text)
@@ -58,6 +63,7 @@ DECLARE
   v_status text;
   v_pipeline_id bigint;
   v_judged jsonb;
+  v_durability text;
   v_unmet bigint;
   v_unmet_reason text;
   v_final_unmet bigint;
@@ -69,6 +75,9 @@ DECLARE
   v_waiting integer;
   v_next_check timestamptz;
 BEGIN
+  IF NOT COALESCE(p_durable, true) THEN
+    v_durability := set_config('synchronous_commit', 'off', true);  -- an expression: no executor, unlike PERFORM
+  END IF;
   -- Admissions of one pipeline take turns on its pipeline row, so the second sees the first's IN-PROGRESS run; the
   -- run row is locked next (SQLite admits one writer under BEGIN IMMEDIATE and needs neither lock).
   SELECT p.PIPELINE_ID INTO v_pipeline_id FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_ID = p.PIPELINE_ID
@@ -219,6 +228,19 @@ BEGIN
     FROM jsonb_to_recordset(v_judged) AS j(dependency_id bigint, result text, selected_run_id bigint, selected_task_run_id bigint, selected_revision integer, reason text, waitable text, next_look_in double precision)
    WHERE v_waiting = 0
    ORDER BY j.dependency_id;
+  -- skip_unmet: a gate that is not met and does not wait ends the run SKIPPED (the server's rule for its runs).
+  UPDATE etl_craft.AUD_PIPELINES_RUN_LOG
+     SET STATUS = 'SKIPPED', END_DATE = v_now, OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL,
+         MESSAGE = 'pipeline gate not met: ' || v_unmet_reason || CASE WHEN v_wait_id IS NULL THEN ''
+       WHEN v_now >= v_wait_until THEN '; the gate waited from ' || COALESCE(to_char(v_wait_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' until its deadline ' || COALESCE(to_char(v_wait_until AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' (Gate_wait_minutes)'
+       ELSE '; the gate waited from ' || COALESCE(to_char(v_wait_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' until the upstream could no longer meet it' END,
+         ENDED_BY = etl_craft._actor(), ENDED_BY_KIND = etl_craft._actor_kind()
+   WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'QUEUED' AND COALESCE(p_skip_unmet, false)
+     AND v_unmet > 0 AND v_waiting = 0;
+  UPDATE etl_craft.AUD_GATE_WAITS
+     SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
+   WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL
+     AND EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id AND STATUS = 'SKIPPED');
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.satisfied::integer, q.unsatisfied::integer, q.next_check_at::timestamptz, q.reason::text
     FROM (

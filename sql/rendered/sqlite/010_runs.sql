@@ -1,8 +1,8 @@
 -- 010_runs: creating, owning, ending, cancelling, reopening and marking pipeline runs.
 
 -- @function create_run
--- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = NULL, status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL
--- @returns pipeline_run_id bigint, status text, created bool
+-- @args pipeline_id bigint, run_key text, run_date date, trigger_kind text = NULL, status text = 'IN-PROGRESS', reason text = NULL, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, bypass_reason text = NULL, skip_reason text = NULL, catching_up bool = false, durable bool = true
+-- @returns pipeline_run_id bigint, status text, created bool, message text
 -- @purpose Create the run identified by (pipeline, run key), or return the existing one with created = false.
 --   Its TRIGGER_KIND is trigger_kind, else (NULL) read from the key: ORCHESTRATOR for a key orchestrator:<id> (the run
 --   an external orchestrator names by its own run id), MANUAL for any other.
@@ -14,7 +14,12 @@
 --   has active pipeline dependencies, the call is refused unless bypass_reason is given, and then every dependency is
 --   recorded BYPASSED in AUD_GATE_DECISIONS with the actor and the reason (as admit_run's bypass records it). Create
 --   such a run QUEUED and admit it with admit_run to have its gate judged.
--- @transition RUN (none) -> IN-PROGRESS or QUEUED
+--   A run created QUEUED ends SKIPPED at once, with its reason as MESSAGE, when skip_reason is given (a schedule tick
+--   missed while no server ran) or when it is a SCHEDULE run of a pipeline whose OVERLAP_POLICY is SKIP while another
+--   run of the pipeline is QUEUED or IN-PROGRESS, unless catching_up (a missed tick that CATCHUP keeps). With durable false (PostgreSQL; SQLite ignores it) the commit does not
+--   wait for the WAL flush: for a server's scheduled runs, which it creates again (same key) if a crash of the database
+--   loses them.
+-- @transition RUN (none) -> IN-PROGRESS or QUEUED; QUEUED -> SKIPPED (a missed tick, or the overlap policy)
 -- @locks the ux_run_key entry of the key
 -- @errors EC021 the pipeline does not exist or is switched off; EC023 the pipeline is paused, an IN-PROGRESS run
 --   is asked for while another run of the pipeline is IN-PROGRESS (ux_one_running_run), a retry default is out of

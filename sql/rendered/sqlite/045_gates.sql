@@ -5,7 +5,7 @@
 
 
 -- @function admit_run
--- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL, gate_wait_seconds int = 0
+-- @args run_id bigint, owner_id text = NULL, lease_seconds int = 60, bypass_reason text = NULL, gate_wait_seconds int = 0, skip_unmet bool = false, durable bool = true
 -- @returns pipeline_run_id bigint, status text, satisfied int, unsatisfied int, next_check_at timestamptz, reason text
 -- @purpose Admit a QUEUED run through its pipeline gate. Every active pipeline dependency of its pipeline is
 --   judged (the latest ended, non-backfill upstream run whose status satisfies the edge and that no other run of the
@@ -20,8 +20,11 @@
 --   may still be met (the upstream has a run queued or in progress) waits instead of deciding: the wait is kept in
 --   AUD_GATE_WAITS (TASK_ID NULL) with its next look, returned as next_check_at, and no decision is recorded; the
 --   caller admits again at that time (a new caller too: the wait and its deadline survive a restart). reason says
---   what is unmet and, while waiting, the look and the deadline. Never changes another run (B23, B7).
--- @transition RUN QUEUED -> IN-PROGRESS (or stays QUEUED when a dependency is unmet)
+--   what is unmet and, while waiting, the look and the deadline. With skip_unmet (the server) an unmet gate that does not
+--   wait ends the run SKIPPED here, with that reason as its MESSAGE, instead of leaving it QUEUED. With durable false
+--   (PostgreSQL; SQLite ignores it) the commit does not wait for the WAL flush: a server admits again what a crash of
+--   the database loses. Never changes another run (B23, B7).
+-- @transition RUN QUEUED -> IN-PROGRESS, or SKIPPED with skip_unmet (else stays QUEUED when a dependency is unmet)
 -- @locks PostgreSQL: the pipeline row (FOR NO KEY UPDATE, so admissions of one pipeline take turns), then the
 --   run row (FOR NO KEY UPDATE). SQLite: the database (BEGIN IMMEDIATE)
 -- @errors EC021 no such run; EC020 the run is not QUEUED; EC023 the pipeline is paused, or another run of the

@@ -130,6 +130,16 @@ def test_admit_run__unmet_dependency__stays_queued_with_its_reason_and_is_admitt
     assert [d[1:3] for d in decisions(project, run)] == [("UNSATISFIED", None), ("SATISFIED", upstream)]
 
 
+def test_admit_run__skip_unmet__ends_the_run_skipped_with_the_gate_reason(project: Project) -> None:
+    """The server's rule: an unmet gate that does not wait ends its run SKIPPED in admit_run itself."""
+    run = project.run("reports", status="QUEUED")
+    assert admit(project, run, skip_unmet=True, owner_id="host:1:a") == (run, "SKIPPED", 0, 1)
+    assert project.rows("SELECT STATUS, MESSAGE, OWNER_ID, END_DATE IS NOT NULL FROM {AUD_PIPELINES_RUN_LOG} "
+                        "WHERE PIPELINE_RUN_ID = :r", r=run) == [
+        ("SKIPPED", "pipeline gate not met: orders_daily has no SUCCESS run that is not a backfill (SUCCESS "
+                    "dependency)", None, True)]
+
+
 def test_admit_run__refusals_name_the_run_and_change_nothing(project: Project) -> None:
     running = project.run("reports", key="manual:running")
     with pytest.raises(NotFoundError, match="run 999 does not exist"):

@@ -4,6 +4,7 @@ SCHEDULE_START_DATE, the overlap policies and paused pipelines."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -106,10 +107,30 @@ def test_overlap_skip_records_the_tick_skipped_and_queue_keeps_it(engine_db: Eng
     for hour in (1, 2):
         engine_db.clock.pin(START + timedelta(hours=hour))
         live.tick(START + timedelta(hours=hour))
-    assert [(r[0], r[1], r[3]) for r in runs(project, "skip")] == [
-        ("schedule:2027-01-04T01:00:00Z", "QUEUED", None),
-        ("schedule:2027-01-04T02:00:00Z", "SKIPPED", "previous run still active")]
+    first, second = runs(project, "skip")
+    assert (first[:2], first[3]) == (("schedule:2027-01-04T01:00:00Z", "QUEUED"), None)
+    assert second[:2] == ("schedule:2027-01-04T02:00:00Z", "SKIPPED")
+    assert re.fullmatch(r"previous run still active: run \d+ \(schedule:2027-01-04T01:00:00Z\) is QUEUED and the "
+                        r"pipeline's OVERLAP_POLICY is SKIP", str(second[3]))
     assert [r[1] for r in runs(project, "queue")] == ["QUEUED", "QUEUED"]
+
+
+def test_create_run_decides_the_overlap_skip_for_scheduled_runs_only(engine_db: EngineDB) -> None:
+    """The overlap policy is the Engine DB's rule: a SCHEDULE run of a SKIP pipeline with a run still active ends
+    SKIPPED in create_run; a manual run of it is queued behind, as before."""
+    project = Project(engine_db)
+    pipeline_id = project.pipeline("skip", RUN_SCHEDULE="0 * * * *", OVERLAP_POLICY="SKIP")
+    first = call(engine_db, "create_run", pipeline_id=pipeline_id, run_key="a", run_date=START.date(),
+                 trigger_kind="SCHEDULE", status="QUEUED")[0]
+    scheduled = call(engine_db, "create_run", pipeline_id=pipeline_id, run_key="b", run_date=START.date(),
+                     trigger_kind="SCHEDULE", status="QUEUED")[0]
+    manual = call(engine_db, "create_run", pipeline_id=pipeline_id, run_key="c", run_date=START.date(),
+                  status="QUEUED")[0]
+    missed = call(engine_db, "create_run", pipeline_id=pipeline_id, run_key="d", run_date=START.date(),
+                  trigger_kind="SCHEDULE", status="QUEUED", skip_reason="missed while no server was running")[0]
+    assert (first.status, scheduled.status, manual.status, missed.status) == ("QUEUED", "SKIPPED", "QUEUED", "SKIPPED")
+    assert project.rows("SELECT MESSAGE FROM {AUD_PIPELINES_RUN_LOG} WHERE RUN_KEY = 'd'") == [
+        ("missed while no server was running",)]
 
 
 def test_a_paused_pipeline_gets_no_run_and_goes_on_from_its_resume(engine_db: EngineDB) -> None:

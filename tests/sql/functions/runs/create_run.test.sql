@@ -2,7 +2,7 @@
 -- run created IN-PROGRESS on a pipeline with a gate (down_pl depends on up_pl) is refused, or bypasses it on record.
 -- Without a trigger kind, a key orchestrator:<id> is recorded ORCHESTRATOR and any other MANUAL.
 BEGIN;
-SELECT plan(14);
+SELECT plan(17);
 SELECT etl_test.serialize();
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -40,8 +40,31 @@ SELECT is((SELECT started_by || '/' || started_by_kind || '/' || trigger_kind FR
 SELECT is((SELECT status FROM etl_craft.create_run(
              p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
              p_run_key => 'schedule:2026-01-03T06:00:00Z', p_run_date => DATE '2026-01-03', p_trigger_kind => 'SCHEDULE',
-             p_status => 'QUEUED', p_actor => 'overseer', p_actor_kind => 'SCHEDULE')),
-          'QUEUED', 'a scheduled run can start QUEUED');
+             p_status => 'QUEUED', p_catching_up => true, p_actor => 'overseer', p_actor_kind => 'SCHEDULE')),
+          'QUEUED', 'a scheduled run can start QUEUED (a missed tick CATCHUP keeps waits behind the active run)');
+SELECT etl_craft.create_run(
+         p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+         p_run_key => 'schedule:2026-01-03T07:00:00Z', p_run_date => DATE '2026-01-03', p_trigger_kind => 'SCHEDULE',
+         p_status => 'QUEUED', p_actor => 'overseer', p_actor_kind => 'SCHEDULE');
+SELECT is((SELECT status || ': ' || message FROM etl_craft.aud_pipelines_run_log
+            WHERE run_key = 'schedule:2026-01-03T07:00:00Z'),
+          'SKIPPED: previous run still active: run ' ||
+            (SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:new') ||
+            ' (manual:new) is IN-PROGRESS and the pipeline''s OVERLAP_POLICY is SKIP',
+          'a scheduled tick of a SKIP pipeline with a run still active ends SKIPPED with the reason');
+SELECT etl_craft.create_run(
+         p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+         p_run_key => 'schedule:2026-01-01T06:00:00Z', p_run_date => DATE '2026-01-01', p_trigger_kind => 'SCHEDULE',
+         p_status => 'QUEUED', p_skip_reason => 'missed while no server was running', p_catching_up => true,
+         p_actor => 'overseer', p_actor_kind => 'SCHEDULE');
+SELECT is((SELECT status || ': ' || message FROM etl_craft.aud_pipelines_run_log
+            WHERE run_key = 'schedule:2026-01-01T06:00:00Z'),
+          'SKIPPED: missed while no server was running', 'skip_reason records the tick SKIPPED with its reason');
+SELECT is((SELECT status FROM etl_craft.create_run(
+             p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
+             p_run_key => 'manual:queued', p_run_date => DATE '2026-01-03', p_status => 'QUEUED',
+             p_actor => 'alice@host')),
+          'QUEUED', 'a manual run is queued behind the active run whatever the overlap policy');
 SELECT is((SELECT count(*)::int FROM etl_craft.aud_gate_decisions d JOIN etl_craft.aud_pipelines_run_log r USING (pipeline_run_id)
             WHERE r.run_key = 'schedule:2026-01-03T06:00:00Z'), 0,
           'a QUEUED run records no decision: admit_run judges its gate');

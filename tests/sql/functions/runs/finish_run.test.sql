@@ -7,6 +7,7 @@ SELECT etl_test.seed();
 SELECT * FROM etl_craft.create_run(
   p_pipeline_id => (SELECT pipeline_id FROM etl_craft.cfg_pipelines WHERE pipeline_code = 'down_pl'),
   p_run_key => 'schedule:t1', p_run_date => DATE '2026-01-02', p_trigger_kind => 'SCHEDULE', p_status => 'QUEUED',
+  p_catching_up => true,
   p_actor => 'overseer', p_actor_kind => 'SCHEDULE');
 
 SELECT is((SELECT status FROM etl_craft.finish_run(
