@@ -67,7 +67,8 @@ SELECT OUTCOME, COUNT(*) AS WAITS
  GROUP BY OUTCOME;
 
 -- name: metrics_latencies_postgresql :many
--- Admission (a run's QUEUED_AT to START_DATE) and dispatch (an attempt claimable, the later of QUEUED_AT and
+-- Admission (a run's QUEUED_AT to START_DATE; a run created IN-PROGRESS, whose two times are equal, was never
+-- admitted) and dispatch (an attempt claimable, the later of QUEUED_AT and
 -- NOT_BEFORE, to STARTED_AT) in seconds, as cumulative histograms over every run and attempt that got that far:
 -- the count, the sum and the count at or under each bound :le_1 ... :le_12. PostgreSQL: EXTRACT(EPOCH ...).
 SELECT LATENCY, POOL, SLOT_KIND, COUNT(*) AS OBSERVED, SUM(SECONDS) AS TOTAL_SECONDS,
@@ -85,7 +86,7 @@ SELECT LATENCY, POOL, SLOT_KIND, COUNT(*) AS OBSERVED, SUM(SECONDS) AS TOTAL_SEC
        SUM(CASE WHEN SECONDS <= :le_12 THEN 1 ELSE 0 END) AS LE_12
   FROM (SELECT 'admission' AS LATENCY, CAST(NULL AS VARCHAR(128)) AS POOL, CAST(NULL AS VARCHAR(16)) AS SLOT_KIND,
                EXTRACT(EPOCH FROM (START_DATE - QUEUED_AT)) AS SECONDS
-          FROM {AUD_PIPELINES_RUN_LOG} WHERE START_DATE IS NOT NULL
+          FROM {AUD_PIPELINES_RUN_LOG} WHERE START_DATE <> QUEUED_AT
         UNION ALL
         SELECT 'dispatch', POOL, SLOT_KIND,
                EXTRACT(EPOCH FROM (STARTED_AT - GREATEST(QUEUED_AT, COALESCE(NOT_BEFORE, QUEUED_AT))))
@@ -110,7 +111,7 @@ SELECT LATENCY, POOL, SLOT_KIND, COUNT(*) AS OBSERVED, SUM(SECONDS) AS TOTAL_SEC
        SUM(CASE WHEN SECONDS <= :le_12 THEN 1 ELSE 0 END) AS LE_12
   FROM (SELECT 'admission' AS LATENCY, NULL AS POOL, NULL AS SLOT_KIND,
                (julianday(START_DATE) - julianday(QUEUED_AT)) * 86400.0 AS SECONDS
-          FROM {AUD_PIPELINES_RUN_LOG} WHERE START_DATE IS NOT NULL
+          FROM {AUD_PIPELINES_RUN_LOG} WHERE START_DATE <> QUEUED_AT
         UNION ALL
         SELECT 'dispatch', POOL, SLOT_KIND,
                (julianday(STARTED_AT) - julianday(max(QUEUED_AT, COALESCE(NOT_BEFORE, QUEUED_AT)))) * 86400.0

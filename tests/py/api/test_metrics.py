@@ -4,10 +4,13 @@ go back, and no secret reaches the output."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from etlcraft.api.metrics import render_metrics
@@ -131,6 +134,7 @@ def test_metrics__an_expired_lease__counted_expired_then_lost_and_retried(projec
     pool = {"pool": "default", "slot_kind": "warehouse"}
     at(db, 2 + 61)  # start_attempt leased it for 60 seconds
     expired = scrape(db)
+    assert value(expired, "etl_craft_run_admission_latency_seconds_count") == 0  # created IN-PROGRESS: not admitted
     assert value(expired, "etl_craft_leases_expired", kind="attempt") == 1
     assert value(expired, "etl_craft_attempts", **pool, status="RUNNING") == 1
     assert value(expired, "etl_craft_attempts_lost_total", **pool) == 0
@@ -166,3 +170,38 @@ def test_metrics__engine_db_unreachable__answers_down_without_the_url_or_passwor
     assert samples["etl_craft_engine_db_up"] == 0
     assert "etl_craft_runs_created_total" not in samples
     db.dispose()
+
+
+def reported_names(db: EngineDB) -> set[str]:
+    """Every name a PromQL expression may use for what a scrape of `db` reports, samples or not: each family's
+    name, a counter's _total, a histogram's _bucket, _count and _sum."""
+    body, _ = render_metrics(db)
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}
+    return {family.name + suffix for family in text_string_to_metric_families(body.decode("utf-8"))
+            for suffix in ("", *suffixes.get(family.type, ()))}
+
+
+def test_alert_rules__parse_as_yaml_and_name_only_reported_metrics(project: Project) -> None:
+    rules_file = Path(__file__).resolve().parents[3] / "docs" / "reference" / "alert-rules.yml"
+    rules = [rule for group in yaml.safe_load(rules_file.read_text(encoding="utf-8"))["groups"]
+             for rule in group["rules"]]
+    call(project.db, "register_overseer", owner_id="h:1:a", host="h", pid=1, version="0.1")
+    reported = reported_names(project.db)
+    guide = (rules_file.parents[1] / "guides" / "alerting-rules.md").read_text(encoding="utf-8")
+    assert rules
+    for rule in rules:
+        named = set(re.findall(r"\betl_craft_[a-z_]+", rule["expr"]))
+        assert named, f"alert {rule['alert']} names no etl_craft_ metric"
+        assert named <= reported, f"alert {rule['alert']} names {sorted(named - reported)}, which /metrics lacks"
+        assert rule["labels"]["severity"] in ("critical", "warning") and rule["annotations"]["summary"]
+        assert f"`{rule['alert']}`" in guide, f"docs/guides/alerting-rules.md does not explain {rule['alert']}"
+
+
+def test_metrics_reference__documents_every_reported_metric(project: Project) -> None:
+    call(project.db, "register_overseer", owner_id="h:1:a", host="h", pid=1, version="0.1")
+    body, _ = render_metrics(project.db)
+    reference = (Path(__file__).resolve().parents[3] / "docs" / "reference" / "metrics.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `(etl_craft_[a-z_]+)` \|", reference, flags=re.MULTILINE))
+    families = {f.name + ("_total" if f.type == "counter" else "")
+                for f in text_string_to_metric_families(body.decode("utf-8"))}
+    assert families == documented
