@@ -20,7 +20,6 @@ from sqlalchemy import event
 #: Upper bounds (seconds) of the statement latency buckets; +Inf is implied.
 STATEMENT_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
                                         2.5, 5.0, 10.0, 30.0)
-_STARTED = "etl_craft.statement_started"
 
 
 @dataclass(frozen=True)
@@ -62,15 +61,18 @@ STATEMENT_LATENCY = Latencies(STATEMENT_BUCKETS)
 
 
 def time_statements(engine: sa.Engine) -> None:
-    """Feed STATEMENT_LATENCY from `engine`'s cursor events. A statement that fails has no after-event: its start
-    is overwritten by the connection's next statement, and it is not counted."""
+    """Feed STATEMENT_LATENCY from `engine`'s cursor events; the start is kept on the statement's execution
+    context (one per statement). A statement that fails has no after-event and is not counted."""
 
     @event.listens_for(engine, "before_cursor_execute")
-    def _before(conn: sa.Connection, *_: Any) -> None:
-        conn.info[_STARTED] = time.perf_counter()
+    def _before(conn: sa.Connection, cursor: Any, statement: str, parameters: Any, context: Any,
+                executemany: bool) -> None:
+        if context is not None:
+            context.etl_craft_started = time.perf_counter()
 
     @event.listens_for(engine, "after_cursor_execute")
-    def _after(conn: sa.Connection, *_: Any) -> None:
-        started = conn.info.pop(_STARTED, None)
+    def _after(conn: sa.Connection, cursor: Any, statement: str, parameters: Any, context: Any,
+               executemany: bool) -> None:
+        started = getattr(context, "etl_craft_started", None)
         if started is not None:
             STATEMENT_LATENCY.observe(time.perf_counter() - started)

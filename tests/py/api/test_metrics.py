@@ -205,3 +205,21 @@ def test_metrics_reference__documents_every_reported_metric(project: Project) ->
     families = {f.name + ("_total" if f.type == "counter" else "")
                 for f in text_string_to_metric_families(body.decode("utf-8"))}
     assert families == documented
+
+
+def test_metrics__a_gate_that_waits__open_then_ended_abandoned(project: Project) -> None:
+    db = project.db
+    project.pipeline("upstream")
+    project.pipeline_depends("orders", on="upstream")
+    project.run("upstream", key="manual:up")  # IN-PROGRESS: the gate may still be met, so it waits
+    run_id = project.run("orders", key="manual:3", status="QUEUED")
+    admitted = call(db, "admit_run", run_id=run_id, owner_id=OWNER, gate_wait_seconds=600)[0]
+    assert admitted.status == "QUEUED"
+    waiting = scrape(db)
+    assert value(waiting, "etl_craft_gate_waits") == 1
+    assert value(waiting, "etl_craft_gate_waits_ended_total", outcome="ABANDONED") == 0
+    call(db, "cancel_run", run_id=run_id, reason="not needed")
+    ended = scrape(db)
+    assert value(ended, "etl_craft_gate_waits") == 0
+    assert value(ended, "etl_craft_gate_waits_ended_total", outcome="ABANDONED") == 1
+    assert value(ended, "etl_craft_runs_ended_total", project="proj", pipeline="orders", status="CANCELLED") == 1
