@@ -34,6 +34,7 @@ from etlcraft.core.errors import (
     class_for_code,
 )
 from etlcraft.core.stops import holding_stops
+from etlcraft.engine.latency import time_statements
 from etlcraft.engine.sqlite_file import open_problem
 from etlcraft.engine.timeouts import EngineTimeouts
 
@@ -157,6 +158,7 @@ class EngineDB:
         else:
             self.engine = sa.create_engine(parsed.set(drivername="sqlite+pysqlite"))
             self._install_sqlite_events()
+        time_statements(self.engine)
 
     def new_connection(self) -> sa.Connection:
         """A connection opened now and never pooled, for one held for a process's life (the server's leader lock,
