@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import sqlalchemy as sa
 
 from etlcraft.core.actor import SYSTEM, acting_as
 from etlcraft.core.enums import AttemptStatus
@@ -27,7 +29,7 @@ from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
-from etlcraft.engine.queries import fetch_all, fetch_one
+from etlcraft.engine.queries import fetch_all, fetch_one, statement
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
 
@@ -68,10 +70,12 @@ class RunState:
         return min(due) if due else None
 
 
-def read_states(db: EngineDB, owner_id: str, run_id: int = -1) -> dict[int, RunState]:
-    """The state of every IN-PROGRESS run `owner_id` owns, and of run `run_id` whoever owns it, by run id."""
+def read_states(db: EngineDB, owner_id: str, run_ids: Collection[int]) -> dict[int, RunState]:
+    """The state of runs `run_ids`, by run id, in one read."""
     with db.read() as conn:
-        rows = fetch_all(db, conn, "run_states", owner_id=owner_id, run_id=run_id)
+        found = conn.execute(statement(db, "run_states").bindparams(sa.bindparam("run_ids", expanding=True)),
+                             {"owner_id": owner_id, "run_ids": list(run_ids)}).mappings().all()
+    rows = [{k.lower(): v for k, v in row.items()} for row in found]
     return {int(r["pipeline_run_id"]): RunState(
         cancel_requested=r["cancel_requested_at"] is not None,
         next_queued=as_utc(r["next_queued"]) if r["next_queued"] is not None else None,
@@ -201,7 +205,7 @@ class RunDriver:
     # -- dispatch ------------------------------------------------------------------------------------------------
 
     def read_state(self) -> RunState:
-        return read_states(self.db, self.settings.owner_id, self.run_id)[self.run_id]
+        return read_states(self.db, self.settings.owner_id, [self.run_id])[self.run_id]
 
     def _dispatch(self, supervisor: LocalSupervisor, state: RunState) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""

@@ -340,7 +340,7 @@ class Server:
         due = [(run_id, driver) for run_id, driver in self.drivers.items() if driver.wake_at <= now]
         if not due:
             return
-        states = read_states(self.db, self.settings.owner_id)  # one read for every run it drives
+        states = read_states(self.db, self.settings.owner_id, [run_id for run_id, _ in due])  # one read
         for run_id, driver in due:
             if driver.step(self.supervisor, state=states.get(run_id)):
                 continue

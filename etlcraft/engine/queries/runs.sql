@@ -143,8 +143,8 @@ SELECT ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON, p.PIPELINE_CODE
  WHERE r.PIPELINE_RUN_ID = :run_id;
 
 -- name: run_states :many
--- What an overseer needs to know of each run it drives, in one read per turn: the IN-PROGRESS runs :owner_id owns,
--- and run :run_id whoever owns it (-1: none). Per run: whether a cancel was asked for, when its earliest QUEUED
+-- What an overseer needs to know of each run it drives, in one read per turn for the runs :run_ids (a list) it
+-- looks at in that turn; "another owner" is one other than :owner_id. Per run: whether a cancel was asked for, when its earliest QUEUED
 -- attempt is due (NOT_BEFORE, else since it was queued: it waits for a slot), the next look of a task gate that
 -- waits, how many of its attempts are live under another owner, and its pipeline's open pause.
 SELECT r.PIPELINE_RUN_ID, r.CANCEL_REQUESTED_AT, p.PIPELINE_CODE,
@@ -159,7 +159,7 @@ SELECT r.PIPELINE_RUN_ID, r.CANCEL_REQUESTED_AT, p.PIPELINE_CODE,
   FROM {AUD_PIPELINES_RUN_LOG} r
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
   LEFT JOIN {AUD_PIPELINE_PAUSES} ps ON ps.PIPELINE_ID = r.PIPELINE_ID AND ps.RESUMED_AT IS NULL
- WHERE (r.STATUS = 'IN-PROGRESS' AND r.OWNER_ID = :owner_id) OR r.PIPELINE_RUN_ID = :run_id;
+ WHERE r.PIPELINE_RUN_ID IN :run_ids;
 
 -- name: run_task_timeouts :many
 -- Each active task of the run's pipeline with its TASK_TIMEOUT_SECONDS parameter (NULL: not set).
