@@ -24,7 +24,7 @@ venv: $(STAMP) ## Make .venv from the system python3 and install etl-craft (edit
 $(STAMP): pyproject.toml scripts/install-system-deps.sh
 	SYSTEM_PYTHON=$(SYSTEM_PYTHON) scripts/install-system-deps.sh venv
 	@[ -x $(PYTHON) ] || { echo "$(SYSTEM_PYTHON) -m venv $(VENV)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[test,server]'
 	@mkdir -p .make && touch $@
 
 pgtap: ## Install pgTAP for the running PostgreSQL server, and pg_prove, when they are missing
