@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from etlcraft.core.errors import EngineUnreachableError, EtlCraftError, error_specs
@@ -26,6 +27,25 @@ STATUS = {
     "ENGINE_DB": 503,
 }
 _log = logging.getLogger("etlcraft.api")
+
+
+class ErrorBody(BaseModel):
+    """etl-craft/error/1 (for the OpenAPI document; the handlers below write it)."""
+
+    schema_: str = Field(alias="schema", description="etl-craft/error/1")
+    code: str = Field(description="The error's name in sql/errors.yaml (docs/reference/exit-codes.md).")
+    message: str = Field(description="The object, the value found, what was expected and the fix.")
+    remedy: str = Field(description="What to do about an error of this kind in general.")
+
+
+#: The refusals every endpoint may answer with, for the OpenAPI document.
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": what} for status, what in (
+        (401, "no token, or one that is unknown (TOKEN_UNKNOWN), expired (TOKEN_EXPIRED) or revoked (TOKEN_REVOKED)"),
+        (403, "the token's role does not allow the request (FORBIDDEN)"),
+        (404, "no such pipeline, run, task or attempt (NOT_FOUND)"),
+        (409, "a refused change: STALE_TRANSITION, ILLEGAL_TRANSITION, REFUSED_BY_POLICY, AMBIGUOUS or WAITING"),
+        (422, "bad input (USAGE)"))}
 
 
 def error_document(kind: str, message: str) -> dict[str, Any]:

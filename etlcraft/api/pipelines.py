@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import ADMIN, OPERATOR, VIEWER
+from etlcraft.api.documents import DocumentRoute
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import TokenRole
 from etlcraft.services import audit, control, tokens
@@ -21,7 +22,7 @@ from etlcraft.services.server import health_json
 from etlcraft.services.status import history_json, run_history
 from etlcraft.services.tokens import Principal
 
-router = APIRouter()
+router = APIRouter(route_class=DocumentRoute)
 Doc = dict[str, Any]
 
 

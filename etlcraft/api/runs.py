@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import OPERATOR, VIEWER
+from etlcraft.api.documents import DocumentRoute
 from etlcraft.core.actor import acting_as
 from etlcraft.services import control, explain
 from etlcraft.services.control import OperationContext, RunRef
@@ -18,7 +19,7 @@ from etlcraft.services.runs import RunRequest, TaskRequest, attempt_log, attempt
 from etlcraft.services.status import pipeline_of_run, run_status, status_json
 from etlcraft.services.tokens import Principal
 
-router = APIRouter()
+router = APIRouter(route_class=DocumentRoute)
 Doc = dict[str, Any]
 
 
