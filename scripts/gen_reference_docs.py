@@ -1,11 +1,12 @@
 """Generate the reference pages that are facts of the code: transitions, exit codes, the CLI, the SQL functions,
-the configuration keys, the task parameters and the views.
+the configuration keys, the task parameters, the views and the HTTP API's OpenAPI document.
 
 `make docs` writes them; tests/py/unit/test_reference_docs.py fails when a checked-in page is stale.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -370,6 +371,14 @@ def views_page() -> str:
     return "\n".join(lines)
 
 
+def openapi_page() -> str:
+    """The HTTP API's OpenAPI document, as FastAPI generates it (the version field left out: it is the package's,
+    and would make every release a docs change)."""
+    from etlcraft.api.app import openapi_document
+
+    return json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
+
+
 def pages() -> dict[Path, str]:
     reference = ROOT / "docs" / "reference"
     return {
@@ -380,6 +389,7 @@ def pages() -> dict[Path, str]:
         reference / "configuration.md": configuration_page(),
         reference / "task-parameters.md": task_parameters_page(),
         reference / "views.md": views_page(),
+        reference / "openapi.json": openapi_page(),
     }
 
 

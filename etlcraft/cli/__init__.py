@@ -20,6 +20,7 @@ from etlcraft.core.errors import EtlCraftError
 # Each command's module, imported only when the command runs (or help lists it): a command then loads only what it
 # uses, and `etl-craft status` does not pay for the SQL handler, sqlglot or DuckDB.
 COMMANDS = {
+    "api": "etlcraft.cli.api:command",
     "audit": "etlcraft.cli.audit:command",
     "cancel": "etlcraft.cli.control:cancel",
     "doctor": "etlcraft.cli.doctor:command",
@@ -43,6 +44,7 @@ COMMANDS = {
     "server": "etlcraft.cli.server:command",
     "show": "etlcraft.cli.show:command",
     "status": "etlcraft.cli.status:status",
+    "token": "etlcraft.cli.token:command",
     "validate": "etlcraft.cli.validate:command",
 }
 

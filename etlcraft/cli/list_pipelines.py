@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import document, emit, format_option
+from etlcraft.cli.output import emit, format_option
 from etlcraft.core.zones import schedule_zone
-from etlcraft.services.metadata import PipelineView, list_pipelines
+from etlcraft.services.metadata import PipelineView
+from etlcraft.services.pipelines import list_document
 
 
 @click.command("list")
@@ -19,17 +19,9 @@ from etlcraft.services.metadata import PipelineView, list_pipelines
 def command(ctx: CliContext, output_format: str) -> None:
     """List the active pipelines of the Engine DB: code, name, schedule and its time zone (the pipeline's own, else
     its project's), number of active tasks, and whether the pipeline is active or paused."""
-    pipelines = list_pipelines(ctx.existing_engine_db())
     configured = ctx.configured_timezone()
-    emit(output_format, document("pipelines", 1, {"pipelines": [pipeline_json(p, configured) for p in pipelines]}),
-         lambda: pipelines_text(pipelines, configured))
-
-
-def pipeline_json(p: PipelineView, configured: str | None) -> dict[str, Any]:
-    zone = p.project_zone(configured)
-    return {"project": p.project_code, "code": p.code, "name": p.name, "schedule": p.schedule,
-            "timezone": p.timezone, "project_timezone": zone.name, "project_timezone_source": zone.source,
-            "tasks": p.task_count, "state": p.state, "paused": p.paused}
+    pipelines, doc = list_document(ctx.existing_engine_db(), configured)
+    emit(output_format, doc, lambda: pipelines_text(pipelines, configured))
 
 
 def pipelines_text(pipelines: Sequence[PipelineView], configured: str | None) -> str:

@@ -13,6 +13,7 @@ from etlcraft.core.enums import AttemptStatus, RunStatus
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
 from etlcraft.overseer.local import Interrupted
 from etlcraft.services.handoff import hand_over
+from etlcraft.services.queueing import backfill_queued_json, queue_backfill, queue_rerun, rerun_queued_json
 from etlcraft.services.runs import (
     RunRequest,
     TaskRequest,
@@ -55,7 +56,8 @@ _INTERRUPTED = ("its running tasks were stopped and recorded interrupted, which 
 @click.option("--backfill", metavar="FROM:TO", help="One BACKFILL run per date from FROM to TO (YYYY-MM-DD), in "
               "date order, each to its end before the next; needs --reason.")
 @click.option("--init-only", is_flag=True, help="Create and admit the run, print its id, run nothing (for an external "
-              "orchestrator that runs each task with --task-code).")
+              "orchestrator that runs each task with --task-code, or for a server). With --backfill: create the "
+              "runs QUEUED for the server; with --rerun T: queue T again in its run for the server.")
 @click.option("--finalize-only", is_flag=True, help="End the run from its task runs, run nothing.")
 @format_option
 @click.pass_obj
@@ -84,10 +86,15 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     request = RunRequest(pipeline_code, run_key, run_id, run_date.date() if run_date else None, reason, task)
     quiet = output_format == "json"
     if backfill is not None:
-        if task or init_only or finalize_only or run_id is not None or run_key is not None:
+        if task or finalize_only or run_id is not None or run_key is not None:
             raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task-code, "
-                             "--rerun, --init-only, --finalize-only, --run-id or --run-key")
+                             "--rerun, --finalize-only, --run-id or --run-key")
         first, last = _date_range(backfill)
+        if init_only:
+            with acting_as(actor):
+                queued = queue_backfill(ctx.engine_db(), ctx.config(), request, first, last)
+            emit(output_format, backfill_queued_json(queued), lambda: queued.message)
+            return
         with acting_as(actor):
             try:
                 done = run_backfill(ctx.engine_db(), ctx.config(), request, first, last,
@@ -110,6 +117,10 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
         emit(output_format, skip_json(skipped, skip), lambda: skipped.message)
         return
     with acting_as(actor):
+        if init_only and rerun:
+            rerun_queued = queue_rerun(ctx.engine_db(), ctx.config(), request)
+            emit(output_format, rerun_queued_json(rerun_queued), lambda: rerun_queued.message)
+            return
         if init_only:
             created = init_run(ctx.engine_db(), ctx.config(), request)
             emit(output_format, init_json(created),
@@ -155,9 +166,14 @@ def _check_options(task_code: str | None, rerun: str | None, with_downstream: bo
         raise UsageError("--task-code and --rerun both name a task to run; give one of them")
     if init_only and finalize_only:
         raise UsageError("--init-only and --finalize-only contradict each other; give one of them")
-    if (init_only or finalize_only) and (task_code or rerun):
-        flag = "--init-only" if init_only else "--finalize-only"
-        raise UsageError(f"{flag} runs no task, so it cannot be given with --task-code or --rerun")
+    if finalize_only and (task_code or rerun):
+        raise UsageError("--finalize-only runs no task, so it cannot be given with --task-code or --rerun")
+    if init_only and task_code:
+        raise UsageError("--init-only runs no task, so it cannot be given with --task-code (--rerun T --init-only "
+                         "queues T for the server)")
+    if init_only and (with_downstream or ignore_dependencies or force):
+        raise UsageError("--init-only runs no task itself: --with-downstream, --ignore-dependencies and --force "
+                         "do not apply (a server runs what becomes ready in the run)")
     if with_downstream and not (task_code or rerun):
         raise UsageError("--with-downstream needs the task to start from: give --task-code T or --rerun T")
     for flag, given in (("--ignore-dependencies", ignore_dependencies), ("--force", force)):

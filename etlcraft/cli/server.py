@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import AbstractContextManager
 
 import click
 
@@ -24,7 +25,8 @@ def command(click_ctx: click.Context, slots: int, log_format: str) -> None:
     """Run every pipeline on its schedule, by itself, until stopped (SIGTERM or Ctrl-C). One server leads an Engine
     DB at a time: a second one exits at once naming the first. The server creates the runs of due schedule ticks,
     admits them through their gates, drives every active run (those started with etl-craft run --init-only or the
-    SQL API too), retries, times out and finalizes, and hands over to its successor after a crash."""
+    SQL API too), retries, times out and finalizes, and hands over to its successor after a crash. It also serves
+    the HTTP API at Orchestration: Api_address (default 127.0.0.1:8730); see etl-craft api."""
     if click_ctx.invoked_subcommand is not None:
         return
     ctx: CliContext = click_ctx.obj
@@ -32,8 +34,15 @@ def command(click_ctx: click.Context, slots: int, log_format: str) -> None:
     def write(line: str) -> None:
         click.echo(line, file=sys.stderr)
 
+    config, db = ctx.config(), ctx.engine_db()
+
+    def api() -> AbstractContextManager[object]:
+        from etlcraft.api.serve import api_in_thread
+
+        return api_in_thread(db, config, config.orchestration.api_address, write)
+
     with acting_as(ctx.actor()):
-        code = serve(ctx.engine_db(), ctx.config(), slots, log_format == "json", write)
+        code = serve(db, config, slots, log_format == "json", write, alongside=api)
     if code:
         raise EngineDbError("the server lost its lock on the Engine DB and stopped; its runs go to the next server "
                             "once their leases expire: start etl-craft server again")

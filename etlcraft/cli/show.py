@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import document, emit, format_option
+from etlcraft.cli.output import emit, format_option
 from etlcraft.core.zones import ProjectZone
-from etlcraft.services.metadata import PipelineDetail, TaskEdge, TaskView, show_pipeline
+from etlcraft.services.metadata import PipelineDetail, TaskEdge
+from etlcraft.services.pipelines import pipeline_document, pipeline_page
+from etlcraft.services.redaction import masked_parameters
 
 
 @click.command("show")
@@ -20,40 +20,8 @@ def command(ctx: CliContext, pipeline_code: str, output_format: str) -> None:
     """Show one active pipeline: its schedule and state, its tasks (handler, action, target, file, parameters),
     their dependencies in the pipeline and across pipelines, and the graph derived from them, task by
     dependency level."""
-    detail = show_pipeline(ctx.existing_engine_db(), pipeline_code)
-    zone = detail.pipeline.project_zone(ctx.configured_timezone())
-    emit(output_format, detail_document(detail, zone), lambda: detail_text(detail, zone))
-
-
-def _edge_json(e: TaskEdge) -> dict[str, Any]:
-    return {"task": e.task_code, "pipeline": e.pipeline_code, "upstream_task": e.upstream_task_code,
-            "upstream_pipeline": e.upstream_pipeline_code, "type": e.type, "consume_repairs": e.consume_repairs,
-            "cross_pipeline": e.cross_pipeline, "upstream_active": e.upstream_active}
-
-
-def _task_json(t: TaskView, detail: PipelineDetail) -> dict[str, Any]:
-    return {"code": t.code, "name": t.name, "handler": t.handler, "action": t.action, "target": t.target,
-            "sql_file": t.sql_file, "script_file": t.script_file, "run_condition": t.run_condition,
-            "parameters": {p.name: p.value for p in t.parameters},
-            "rules": [{"code": r.code, "type": r.rule_type, "key_column": r.key_column, "rule_sql": r.rule_sql}
-                      for r in detail.rules if r.task_id == t.task_id],
-            "depends_on": [_edge_json(e) for e in detail.edges if e.task_id == t.task_id]}
-
-
-def detail_document(d: PipelineDetail, zone: ProjectZone) -> dict[str, Any]:
-    p = d.pipeline
-    return document("pipeline", 1, {
-        "pipeline": {"project": p.project_code, "code": p.code, "name": p.name, "description": p.description,
-                     "schedule": p.schedule, "timezone": p.timezone, "project_timezone": zone.name,
-                     "project_timezone_source": zone.source, "state": p.state, "paused": p.paused,
-                     "priority": p.priority, "max_parallel_tasks": p.max_parallel_tasks, "tasks": p.task_count},
-        "tasks": [_task_json(t, d) for t in d.tasks],
-        "upstream_pipelines": [{"pipeline": e.upstream_pipeline_code, "type": e.type} for e in d.upstream_pipelines],
-        "downstream_pipelines": [{"pipeline": e.pipeline_code, "type": e.type} for e in d.downstream_pipelines],
-        "downstream_tasks": [_edge_json(e) for e in d.downstream_edges],
-        "levels": [list(level) for level in d.levels],
-        "unleveled": list(d.unleveled),
-    })
+    page = pipeline_page(ctx.existing_engine_db(), pipeline_code, ctx.configured_timezone())
+    emit(output_format, pipeline_document(page), lambda: detail_text(page.detail, page.zone))
 
 
 def _upstream_text(e: TaskEdge, pipeline: str) -> str:
@@ -80,7 +48,8 @@ def detail_text(d: PipelineDetail, zone: ProjectZone) -> str:
         source = f"sql_files/{t.sql_file}" if t.sql_file else f"ingestion_scripts/{t.script_file}" \
             if t.script_file else ""
         lines.append(f"  {t.code}: {kind}{target}" + (f" from {source}" if source else ""))
-        lines += [f"    {prm.name} = {prm.value}" for prm in t.parameters]
+        lines += [f"    {name} = {value}" for name, value in
+                  masked_parameters({prm.name: prm.value for prm in t.parameters}).items()]
         lines += [f"    rule {r.code} ({r.rule_type}, key {r.key_column}): " + " ".join(r.rule_sql.split())
                   for r in d.rules if r.task_id == t.task_id]
         ups = [_upstream_text(e, p.code) for e in d.edges if e.task_id == t.task_id]

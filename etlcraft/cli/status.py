@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import document, emit, format_option
-from etlcraft.services.runs import attempt_log
-from etlcraft.services.status import RunStatus, run_history, run_status
+from etlcraft.cli.output import emit, format_option
+from etlcraft.services.runs import attempt_log, attempt_log_json
+from etlcraft.services.status import RunStatus, history_json, run_history, run_status, status_json
 
 _MARKS = {"SUCCESS": "+", "FAILED": "x", "SKIPPED": "-", "CANCELLED": "/", "IN-PROGRESS": ">", "NOT RUN": "."}
 
@@ -25,11 +23,7 @@ def status(ctx: CliContext, pipeline_code: str, run_id: int | None, run_key: str
     """Show a run: its identity and status, then one line per task (status, attempts, rows written, duration
     and the first line of its error or reason)."""
     view = run_status(ctx.existing_engine_db(), pipeline_code, run_id, run_key)
-    emit(output_format, _status_document(view), lambda: _status_text(view))
-
-
-def _status_document(view: RunStatus) -> dict[str, Any]:
-    return document("run-status", 1, {"run": view.run, "tasks": [t.__dict__ for t in view.tasks]})
+    emit(output_format, status_json(view), lambda: _status_text(view))
 
 
 def _status_text(view: RunStatus) -> str:
@@ -57,11 +51,13 @@ def _status_text(view: RunStatus) -> str:
 @click.command("history")
 @click.option("--pipeline-code", "pipeline_code", required=True, metavar="P")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--before", type=click.IntRange(min=1), metavar="RUN_ID",
+              help="Only runs older than run RUN_ID (the next page: the last id of the previous one).")
 @format_option
 @click.pass_obj
-def history(ctx: CliContext, pipeline_code: str, limit: int, output_format: str) -> None:
+def history(ctx: CliContext, pipeline_code: str, limit: int, before: int | None, output_format: str) -> None:
     """List the pipeline's runs, newest first, with their ids, keys, statuses and who started and ended them."""
-    runs = run_history(ctx.existing_engine_db(), pipeline_code, limit)
+    runs = run_history(ctx.existing_engine_db(), pipeline_code, limit, before)
 
     def text() -> str:
         lines = [f"{'RUN':>6}  {'STATUS':<12} {'RUN DATE':<10}  {'KEY':<44} STARTED BY"]
@@ -70,7 +66,7 @@ def history(ctx: CliContext, pipeline_code: str, limit: int, output_format: str)
                          f"{r['started_by']}" + (f"  ({r['failed_tasks']} failed)" if r["failed_tasks"] else ""))
         return "\n".join(lines)
 
-    emit(output_format, document("run-history", 1, {"pipeline_code": pipeline_code, "runs": runs}), text)
+    emit(output_format, history_json(pipeline_code, runs), text)
 
 
 @click.command("logs")
@@ -83,5 +79,5 @@ def logs(ctx: CliContext, attempt_id: int, output_format: str) -> None:
     found = attempt_log(ctx.existing_engine_db(), attempt_id)
     if found.note:
         click.echo(f"note: {found.note}", err=True)
-    emit(output_format, document("attempt-log", 1, {"attempt": found.row, "log": found.text}),
+    emit(output_format, attempt_log_json(found),
          lambda: found.text.rstrip("\n"))

@@ -366,6 +366,11 @@ KEYS: tuple[Key, ...] = (
     Key("Orchestration", "Shutdown_grace_seconds", KeyType.INTEGER,
         "On SIGTERM, how long the server waits for running attempts before stopping them.",
         default=60, minimum=0),
+    Key("Orchestration", "Api_address", KeyType.TEXT,
+        "Where etl-craft server serves the HTTP API (HOST:PORT); etl-craft api --address overrides it. A loopback "
+        "address keeps the API on this machine; put TLS in front of any other.",
+        default="127.0.0.1:8730", pattern=r"^\[?[A-Za-z0-9_.:-]+\]?:[0-9]{1,5}$",
+        pattern_meaning="HOST:PORT, such as 127.0.0.1:8730 or 0.0.0.0:8730"),
     Key("Orchestration", "Db_pool_size", KeyType.INTEGER,
         "The Engine DB connection pool size of the server and its workers.", default=10, minimum=1, maximum=100,
         planned=WORKERS_RELEASE),

@@ -120,6 +120,7 @@ class OrchestrationConfig:
     lease_seconds: int
     heartbeat_seconds: int
     shutdown_grace_seconds: int
+    api_address: str
     db_pool_size: int
 
 

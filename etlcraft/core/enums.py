@@ -262,6 +262,15 @@ class EngineSetting(StrEnum):
     ENGINE_ID = "ENGINE_ID"
 
 
+@unique
+class TokenRole(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+
 #: Every enum above by the name state_machine.yaml gives it.
 ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
@@ -287,4 +296,5 @@ ENUMS: dict[str, type[StrEnum]] = {
     "MigrationStream": MigrationStream,
     "MigrationKind": MigrationKind,
     "EngineSetting": EngineSetting,
+    "TokenRole": TokenRole,
 }

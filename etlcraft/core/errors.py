@@ -15,6 +15,7 @@ class ErrorSpec:
     code: str | None
     exit: int
     summary: str
+    remedy: str = ""
 
 
 @cache
@@ -37,6 +38,11 @@ class EtlCraftError(Exception):
     @property
     def code(self) -> str | None:
         return error_specs()[self.kind].code
+
+    @property
+    def remedy(self) -> str:
+        """What to do about an error of this kind in general (sql/errors.yaml); the message names the specific fix."""
+        return error_specs()[self.kind].remedy
 
 
 class UsageError(EtlCraftError):
@@ -103,6 +109,27 @@ class SqlGuardError(EtlCraftError):
     retryable = False
 
 
+class TokenError(EtlCraftError):
+    """An HTTP API request refused before it did anything: its bearer token is missing, unknown, expired or
+    revoked (HTTP 401), or its role does not allow the request (HTTP 403)."""
+
+
+class TokenUnknownError(TokenError):
+    kind = "TOKEN_UNKNOWN"
+
+
+class TokenExpiredError(TokenError):
+    kind = "TOKEN_EXPIRED"
+
+
+class TokenRevokedError(TokenError):
+    kind = "TOKEN_REVOKED"
+
+
+class ForbiddenError(TokenError):
+    kind = "FORBIDDEN"
+
+
 class EngineRuleError(EtlCraftError):
     """A change the Engine DB refused by one of its own rules (an error with an ECnnn code)."""
 
@@ -150,7 +177,7 @@ def _subclasses(cls: type[EtlCraftError]) -> list[type[EtlCraftError]]:
 def error_classes() -> dict[str, type[EtlCraftError]]:
     """Every concrete error class by its kind (the name in sql/errors.yaml)."""
     classes: list[type[EtlCraftError]] = [EtlCraftError, *_subclasses(EtlCraftError)]
-    return {cls.kind: cls for cls in classes if cls is not EngineRuleError}
+    return {cls.kind: cls for cls in classes if cls not in (EngineRuleError, TokenError)}
 
 
 def class_for_code(code: str) -> type[EtlCraftError] | None:

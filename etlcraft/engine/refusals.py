@@ -277,7 +277,8 @@ def _foreign_key(db: EngineDB, conn: sa.Connection, v: _Violation, tree: exp.Exp
 def _sql_error(db: EngineDB, conn: sa.Connection, v: _Violation) -> str:
     said = v.message
     lower = said.lower()
-    tables = [t for t in owned_tables(db, conn) if t.name.startswith("CFG_")]
+    # CFG_API_TOKENS is written by etl-craft token only, never by a project migration.
+    tables = [t for t in owned_tables(db, conn) if t.name.startswith("CFG_") and t.name != "CFG_API_TOKENS"]
     if "no such table" in lower or ("relation" in lower and "does not exist" in lower and "column" not in lower):
         return (f"the Engine DB refused it: {said}; the metadata tables are {', '.join(t.name for t in tables)}; "
                 f"correct the table name {_FIX_SQL}")

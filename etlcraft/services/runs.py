@@ -10,7 +10,7 @@ import shlex
 import signal
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -352,20 +352,26 @@ def _backfill_run(db: EngineDB, pipeline: Pipeline, day: date, reason: str | Non
     """The backfill run of `day`: an unfinished one is resumed, else a new one is created and admitted (keys
     backfill:<day>, then backfill:<day>#2, ... when the date was backfilled before). None when another run of the
     pipeline is active (B7: checked before every date)."""
-    base = f"backfill:{day.isoformat()}"
     with db.read() as conn:
         active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
-        if any(not str(r["run_key"]).startswith(base) for r in active):
+        if any(not str(r["run_key"]).startswith(f"backfill:{day.isoformat()}") for r in active):
             return None
-        key, n = base, 1
-        while (found := fetch_one(db, conn, "run_by_key", pipeline_id=pipeline.pipeline_id, run_key=key)) is not None:
-            if found["status"] in ("QUEUED", "IN-PROGRESS"):
-                break
-            n += 1
-            key = f"{base}#{n}"
+        key, _ = backfill_key(db, conn, pipeline.pipeline_id, day)
     row = call(db, "create_run", pipeline_id=pipeline.pipeline_id, run_key=key, run_date=day,
                trigger_kind="BACKFILL", status="QUEUED", reason=reason, **create_run_settings(config))[0]
     return _admitted(db, pipeline, int(row.pipeline_run_id), key, str(row.status))
+
+
+def backfill_key(db: EngineDB, conn: Any, pipeline_id: int, day: date) -> tuple[str, dict[str, Any] | None]:
+    """The key of `day`'s backfill run (backfill:<day>, then backfill:<day>#2, ... when the date was backfilled
+    before) and that run (its run_by_key row) when it exists and has not ended, to be resumed."""
+    key, n = f"backfill:{day.isoformat()}", 1
+    while (found := fetch_one(db, conn, "run_by_key", pipeline_id=pipeline_id, run_key=key)) is not None:
+        if found["status"] in ("QUEUED", "IN-PROGRESS"):
+            return key, found
+        n += 1
+        key = f"backfill:{day.isoformat()}#{n}"
+    return key, None
 
 
 def named_run(db: EngineDB, conn: Any, pipeline: Pipeline, run_id: int) -> dict[str, Any]:
@@ -575,6 +581,30 @@ def attempt_log(db: EngineDB, attempt_id: int) -> AttemptLog:
     return AttemptLog(row, Path(path).read_text(encoding="utf-8", errors="replace"), note)
 
 
+def log_chunks(db: EngineDB, attempt_id: int, offset: int, chunk: int = 65536) -> tuple[int, Iterator[bytes]]:
+    """An attempt's log from byte `offset` as it is now: its size (the offset to ask from next time) and its bytes
+    up to that size, read in chunks as they are sent. The file its attempt writes (LOG_PATH), which may still grow
+    while the attempt runs, else the tail kept in TASK_LOG."""
+    with db.read() as conn:
+        row = fetch_one(db, conn, "attempt_row", attempt_id=attempt_id)
+    if row is None:
+        raise NotFoundError(f"attempt {attempt_id} does not exist; see etl-craft status --pipeline-code P")
+    path = Path(row["log_path"]) if row.get("log_path") else None
+    if path is None or not path.is_file():
+        kept = (row.get("task_log") or "").encode("utf-8")
+        return len(kept), iter([kept[offset:]] if offset < len(kept) else [])
+    size = path.stat().st_size
+
+    def read() -> Iterator[bytes]:
+        with path.open("rb") as file:
+            file.seek(min(offset, size))
+            left = max(size - offset, 0)
+            while left > 0 and (data := file.read(min(chunk, left))):
+                left -= len(data)
+                yield data
+    return size, read()
+
+
 def _identity_or_none(db: EngineDB, conn: Any) -> str | None:
     """The Engine DB's identity, None for one migrated before it had one (its logs are all of the old layout)."""
     try:
@@ -603,6 +633,11 @@ def skip_json(outcome: RunOutcome, task_code: str) -> dict[str, Any]:
 def init_json(run_id: int) -> dict[str, Any]:
     """`etl-craft run --init-only`: etl-craft/run-init/1."""
     return {"schema": "etl-craft/run-init/1", "pipeline_run_id": run_id}
+
+
+def attempt_log_json(found: AttemptLog) -> dict[str, Any]:
+    """`etl-craft logs --attempt-id N`: etl-craft/attempt-log/1, the attempt's row and its log."""
+    return {"schema": "etl-craft/attempt-log/1", "attempt": found.row, "log": found.text}
 
 
 def backfill_json(done: BackfillOutcome) -> dict[str, Any]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from etlcraft import __version__
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core.process import owner_id
 from etlcraft.engine.db import EngineDB
@@ -23,9 +26,14 @@ from etlcraft.services.runs import create_run_settings, reconcile, run_settings,
 DEFAULT_SLOTS = 8
 
 
-def serve(db: EngineDB, config: ProjectConfig, slots: int, log_as_json: bool, write: Callable[[str], None]) -> int:
-    """Lead the Engine DB and run every pipeline on its schedule until stopped; the exit code."""
-    return build_server(db, config, slots, ServerLog(write, log_as_json)).serve()
+def serve(db: EngineDB, config: ProjectConfig, slots: int, log_as_json: bool, write: Callable[[str], None],
+          alongside: Callable[[], AbstractContextManager[object]] | None = None) -> int:
+    """Lead the Engine DB and run every pipeline on its schedule until stopped; the exit code. `alongside` is
+    what the server also serves while it runs (the HTTP API, which the caller brings: services do not import
+    etlcraft.api); it starts before the server leads and stops when the server has stopped."""
+    server = build_server(db, config, slots, ServerLog(write, log_as_json))
+    with alongside() if alongside is not None else contextlib.nullcontext():
+        return server.serve()
 
 
 def build_server(db: EngineDB, config: ProjectConfig, slots: int, log: ServerLog) -> Server:
@@ -46,6 +54,16 @@ def build_server(db: EngineDB, config: ProjectConfig, slots: int, log: ServerLog
         run_settings=create_run_settings(config), child=template.child)
     return Server(db, settings, settings_for, lambda run_id: task_policies(db, run_id),
                   lambda: reconcile(db, orchestration.lease_seconds), log)
+
+
+def health_json(db: EngineDB) -> dict[str, Any]:
+    """GET /api/v1/health: etl-craft/health/1, the version and the Engine DB's schema version (read, so an Engine
+    DB that cannot be reached fails the check with ENGINE_DB)."""
+    with db.read() as conn:
+        row = fetch_one(db, conn, "engine_schema_version")
+    version = row["version"] if row else None
+    return {"schema": "etl-craft/health/1", "status": "ok", "version": __version__, "engine_dialect": db.dialect,
+            "schema_version": version}
 
 
 def active_server(db: EngineDB) -> dict[str, Any] | None:
@@ -72,10 +90,19 @@ class ScheduleView:
 
 def schedule_list(db: EngineDB, config: ProjectConfig, count: int = 3) -> list[ScheduleView]:
     """Each scheduled pipeline's cron, zone, next `count` ticks and its newest run."""
+    return schedules(db, config.orchestration.timezone, count)
+
+
+def schedules(db: EngineDB, configured_zone: str | None, count: int = 3,
+              pipeline_code: str | None = None) -> list[ScheduleView]:
+    """Each scheduled pipeline's (or only `pipeline_code`'s) cron, zone, next `count` ticks and its newest run,
+    given `Orchestration: Timezone` (None when not set)."""
     now = db.clock.now()
     problems: list[str] = []
     views = []
-    for schedule in read_schedules(db, config.orchestration.timezone, problems.append):
+    for schedule in read_schedules(db, configured_zone, problems.append):
+        if pipeline_code is not None and schedule.pipeline_code != pipeline_code:
+            continue
         ticks = schedule.next_ticks(now, count)
         with db.read() as conn:
             last = fetch_one(db, conn, "pipeline_last_run", pipeline_id=schedule.pipeline_id)
@@ -85,11 +112,15 @@ def schedule_list(db: EngineDB, config: ProjectConfig, count: int = 3) -> list[S
 
 
 def schedule_json(views: list[ScheduleView]) -> dict[str, Any]:
-    return {"schema": "etl-craft/schedules/1", "schedules": [
-        {"pipeline_code": v.pipeline_code, "schedule": v.schedule, "timezone": v.timezone, "paused": v.paused,
-         "next_ticks": [{"utc": t.isoformat(), "local": t.astimezone(_zone(v)).isoformat(), "run_key": tick_key(t),
-                         "run_date": d} for t, d in zip(v.next_ticks, v.run_dates, strict=True)],
-         "last_run": _run_json(v.last_run)} for v in views]}
+    return {"schema": "etl-craft/schedules/1", "schedules": [schedule_item(v) for v in views]}
+
+
+def schedule_item(v: ScheduleView) -> dict[str, Any]:
+    """One pipeline's schedule as JSON: in `schedule list` and in the pipeline document."""
+    return {"pipeline_code": v.pipeline_code, "schedule": v.schedule, "timezone": v.timezone, "paused": v.paused,
+            "next_ticks": [{"utc": t.isoformat(), "local": t.astimezone(_zone(v)).isoformat(), "run_key": tick_key(t),
+                            "run_date": d} for t, d in zip(v.next_ticks, v.run_dates, strict=True)],
+            "last_run": run_json(v.last_run)}
 
 
 def schedule_text(views: list[ScheduleView]) -> str:
@@ -112,7 +143,7 @@ def _zone(view: ScheduleView) -> ZoneInfo:
     return ZoneInfo(view.timezone)
 
 
-def _run_json(row: dict[str, Any] | None) -> dict[str, Any] | None:
+def run_json(row: dict[str, Any] | None) -> dict[str, Any] | None:
     if row is None:
         return None
     return {"pipeline_run_id": row["pipeline_run_id"], "run_key": row["run_key"], "status": row["status"],

@@ -83,7 +83,30 @@ def run_status(db: EngineDB, pipeline_code: str, run_id: int | None, run_key: st
     return RunStatus(run, tasks, _wait_note(waits[None]) if None in waits else None)
 
 
-def run_history(db: EngineDB, pipeline_code: str, limit: int) -> list[dict[str, Any]]:
+def run_history(db: EngineDB, pipeline_code: str, limit: int, before: int | None = None) -> list[dict[str, Any]]:
+    """The pipeline's runs, newest first, at most `limit`; with `before`, only runs of smaller ids (the next
+    page after the run `before`)."""
     pipeline = find_pipeline(db, pipeline_code)
     with db.read() as conn:
-        return fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=limit)
+        return fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=limit, before=before)
+
+
+def pipeline_of_run(db: EngineDB, run_id: int) -> str:
+    """The code of the pipeline run `run_id` belongs to, for requests that name a run by id alone."""
+    with db.read() as conn:
+        row = fetch_one(db, conn, "run_header", run_id=run_id)
+    if row is None:
+        raise NotFoundError(f"run {run_id} does not exist; etl-craft history --pipeline-code P lists the runs")
+    return str(row["pipeline_code"])
+
+
+# --- JSON documents: the one serializer of each read (the CLI prints what these return) ---------------------------
+
+def status_json(view: RunStatus) -> dict[str, Any]:
+    """`etl-craft status`: etl-craft/run-status/1."""
+    return {"schema": "etl-craft/run-status/1", "run": view.run, "tasks": [t.__dict__ for t in view.tasks]}
+
+
+def history_json(pipeline_code: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """`etl-craft history`: etl-craft/run-history/1."""
+    return {"schema": "etl-craft/run-history/1", "pipeline_code": pipeline_code, "runs": runs}

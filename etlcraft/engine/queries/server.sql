@@ -64,3 +64,9 @@ SELECT PIPELINE_RUN_ID, RUN_KEY, STATUS, TRIGGER_KIND, RUN_DATE
  WHERE PIPELINE_ID = :pipeline_id
  ORDER BY PIPELINE_RUN_ID DESC
  LIMIT 1;
+
+-- name: engine_schema_version :one
+-- The newest engine migration applied (repeatable objects, R:..., left out): what GET /api/v1/health reports.
+SELECT MAX(VERSION) AS VERSION
+  FROM {SCHEMA_MIGRATIONS}
+ WHERE STREAM = 'ENGINE' AND VERSION NOT LIKE 'R:%';

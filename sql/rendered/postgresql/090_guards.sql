@@ -607,6 +607,14 @@ CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR 
 CREATE OR REPLACE TRIGGER _100_guard_transition BEFORE INSERT OR UPDATE OF STATUS ON etl_craft.AUD_TASK_RUN_LOG
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_task_run_log__guard_transition();
 
+-- CFG_API_TOKENS
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.CFG_API_TOKENS
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('change metadata with a project migration (etl-craft migrate)');
+CREATE OR REPLACE TRIGGER _200_stamp BEFORE INSERT OR UPDATE ON etl_craft.CFG_API_TOKENS
+  FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_cfg__stamp('CFG_API_TOKENS: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+CREATE OR REPLACE TRIGGER _900_record_change AFTER INSERT OR UPDATE OR DELETE ON etl_craft.CFG_API_TOKENS
+  FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_cfg__record_change('TOKEN_ID');
+
 -- CFG_BUSINESS_RULES
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.CFG_BUSINESS_RULES
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('change metadata with a project migration (etl-craft migrate)');

@@ -15,6 +15,73 @@
 --   * derived columns: an attempt's PIPELINE_RUN_ID is its task run's, whatever the insert gave.
 -- Rendered against the live catalog (tables), so the SQLite images list every column of each CFG_ table.
 
+-- CFG_API_TOKENS: stamps and the change record
+DROP TRIGGER IF EXISTS _200_cfg_api_tokens__stamp_insert;
+CREATE TRIGGER _200_cfg_api_tokens__stamp_insert BEFORE INSERT ON CFG_API_TOKENS
+WHEN NEW.CREATED_BY IS NOT etl_craft_actor() OR NEW.UPDATED_BY IS NOT etl_craft_actor()
+  OR NEW.CREATED_DATE IS NOT etl_craft_now() OR NEW.UPDATED_DATE IS NOT etl_craft_now()
+BEGIN
+  SELECT RAISE(ABORT, 'EC003: CFG_API_TOKENS: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+END;
+DROP TRIGGER IF EXISTS _200_cfg_api_tokens__stamp_update;
+CREATE TRIGGER _200_cfg_api_tokens__stamp_update BEFORE UPDATE ON CFG_API_TOKENS
+WHEN NEW.CREATED_BY IS NOT OLD.CREATED_BY OR NEW.CREATED_DATE IS NOT OLD.CREATED_DATE
+  OR (NEW.UPDATED_BY IS NOT OLD.UPDATED_BY AND NEW.UPDATED_BY IS NOT etl_craft_actor())
+  OR (NEW.UPDATED_DATE IS NOT OLD.UPDATED_DATE AND NEW.UPDATED_DATE IS NOT etl_craft_now())
+BEGIN
+  SELECT RAISE(ABORT, 'EC003: CFG_API_TOKENS: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+END;
+DROP TRIGGER IF EXISTS _900_cfg_api_tokens__record_insert;
+CREATE TRIGGER _900_cfg_api_tokens__record_insert AFTER INSERT ON CFG_API_TOKENS
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_API_TOKENS', 'TOKEN_ID=' || NEW.TOKEN_ID,
+          'INSERT', NULL, json_object(
+      'TOKEN_ID', NEW.TOKEN_ID, 'TOKEN_NAME', NEW.TOKEN_NAME, 'TOKEN_ROLE', NEW.TOKEN_ROLE,
+      'TOKEN_SHA256', NEW.TOKEN_SHA256, 'EXPIRES_AT', NEW.EXPIRES_AT, 'REVOKED_AT', NEW.REVOKED_AT,
+      'REVOKED_BY', NEW.REVOKED_BY, 'LAST_USED_AT', NEW.LAST_USED_AT, 'CREATED_BY', NEW.CREATED_BY,
+      'CREATED_DATE', NEW.CREATED_DATE, 'UPDATED_BY', NEW.UPDATED_BY, 'UPDATED_DATE', NEW.UPDATED_DATE), etl_craft_migration());
+END;
+-- Any changed column (hand-set stamps equal to the actor and the time included) is a change. The stamping
+-- UPDATE inside this trigger does not fire it again: SQLite triggers do not recurse.
+DROP TRIGGER IF EXISTS _900_cfg_api_tokens__record_update;
+CREATE TRIGGER _900_cfg_api_tokens__record_update AFTER UPDATE ON CFG_API_TOKENS
+WHEN OLD.TOKEN_ID IS NOT NEW.TOKEN_ID OR OLD.TOKEN_NAME IS NOT NEW.TOKEN_NAME OR OLD.TOKEN_ROLE IS NOT NEW.TOKEN_ROLE OR
+  OLD.TOKEN_SHA256 IS NOT NEW.TOKEN_SHA256 OR OLD.EXPIRES_AT IS NOT NEW.EXPIRES_AT OR OLD.REVOKED_AT IS NOT NEW.REVOKED_AT OR
+  OLD.REVOKED_BY IS NOT NEW.REVOKED_BY OR OLD.LAST_USED_AT IS NOT NEW.LAST_USED_AT OR OLD.CREATED_BY IS NOT NEW.CREATED_BY OR
+  OLD.CREATED_DATE IS NOT NEW.CREATED_DATE OR OLD.UPDATED_BY IS NOT NEW.UPDATED_BY OR OLD.UPDATED_DATE IS NOT NEW.UPDATED_DATE
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_API_TOKENS', 'TOKEN_ID=' || NEW.TOKEN_ID,
+          'UPDATE', json_object(
+      'TOKEN_ID', OLD.TOKEN_ID, 'TOKEN_NAME', OLD.TOKEN_NAME, 'TOKEN_ROLE', OLD.TOKEN_ROLE,
+      'TOKEN_SHA256', OLD.TOKEN_SHA256, 'EXPIRES_AT', OLD.EXPIRES_AT, 'REVOKED_AT', OLD.REVOKED_AT,
+      'REVOKED_BY', OLD.REVOKED_BY, 'LAST_USED_AT', OLD.LAST_USED_AT, 'CREATED_BY', OLD.CREATED_BY,
+      'CREATED_DATE', OLD.CREATED_DATE, 'UPDATED_BY', OLD.UPDATED_BY, 'UPDATED_DATE', OLD.UPDATED_DATE),
+          json_object(
+      'TOKEN_ID', NEW.TOKEN_ID, 'TOKEN_NAME', NEW.TOKEN_NAME, 'TOKEN_ROLE', NEW.TOKEN_ROLE,
+      'TOKEN_SHA256', NEW.TOKEN_SHA256, 'EXPIRES_AT', NEW.EXPIRES_AT, 'REVOKED_AT', NEW.REVOKED_AT,
+      'REVOKED_BY', NEW.REVOKED_BY, 'LAST_USED_AT', NEW.LAST_USED_AT, 'CREATED_BY', NEW.CREATED_BY,
+      'CREATED_DATE', NEW.CREATED_DATE, 'UPDATED_BY', etl_craft_actor(), 'UPDATED_DATE', etl_craft_now()),
+          etl_craft_migration());
+  UPDATE CFG_API_TOKENS SET UPDATED_BY = etl_craft_actor(), UPDATED_DATE = etl_craft_now()
+  WHERE TOKEN_ID = NEW.TOKEN_ID;
+END;
+DROP TRIGGER IF EXISTS _900_cfg_api_tokens__record_delete;
+CREATE TRIGGER _900_cfg_api_tokens__record_delete AFTER DELETE ON CFG_API_TOKENS
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_API_TOKENS', 'TOKEN_ID=' || OLD.TOKEN_ID,
+          'DELETE', json_object(
+      'TOKEN_ID', OLD.TOKEN_ID, 'TOKEN_NAME', OLD.TOKEN_NAME, 'TOKEN_ROLE', OLD.TOKEN_ROLE,
+      'TOKEN_SHA256', OLD.TOKEN_SHA256, 'EXPIRES_AT', OLD.EXPIRES_AT, 'REVOKED_AT', OLD.REVOKED_AT,
+      'REVOKED_BY', OLD.REVOKED_BY, 'LAST_USED_AT', OLD.LAST_USED_AT, 'CREATED_BY', OLD.CREATED_BY,
+      'CREATED_DATE', OLD.CREATED_DATE, 'UPDATED_BY', OLD.UPDATED_BY, 'UPDATED_DATE', OLD.UPDATED_DATE), NULL, etl_craft_migration());
+END;
+
 -- CFG_BUSINESS_RULES: stamps and the change record
 DROP TRIGGER IF EXISTS _200_cfg_business_rules__stamp_insert;
 CREATE TRIGGER _200_cfg_business_rules__stamp_insert BEFORE INSERT ON CFG_BUSINESS_RULES
@@ -1179,6 +1246,26 @@ CREATE TRIGGER _010_aud_task_run_log__engine_only_delete BEFORE DELETE ON AUD_TA
 WHEN etl_craft_actor() IS NULL
 BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_TASK_RUN_LOG refused: AUD_TASK_RUN_LOG is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
+-- CFG_API_TOKENS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_cfg_api_tokens__engine_only_insert;
+CREATE TRIGGER _010_cfg_api_tokens__engine_only_insert BEFORE INSERT ON CFG_API_TOKENS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on CFG_API_TOKENS refused: CFG_API_TOKENS is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
+END;
+DROP TRIGGER IF EXISTS _010_cfg_api_tokens__engine_only_update;
+CREATE TRIGGER _010_cfg_api_tokens__engine_only_update BEFORE UPDATE ON CFG_API_TOKENS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on CFG_API_TOKENS refused: CFG_API_TOKENS is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
+END;
+DROP TRIGGER IF EXISTS _010_cfg_api_tokens__engine_only_delete;
+CREATE TRIGGER _010_cfg_api_tokens__engine_only_delete BEFORE DELETE ON CFG_API_TOKENS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on CFG_API_TOKENS refused: CFG_API_TOKENS is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
 END;
 
 -- CFG_BUSINESS_RULES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)

@@ -60,8 +60,10 @@ SETUP = ("migrate", "run")  # printed while the shared project is built
 NEW_PROJECT = ("init", "init-db")
 POSTGRES_ONLY = ("grant",)  # checked on a PostgreSQL Engine DB, below
 STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --finalize-only", "reopen", "mark",
-                  "pause", "resume", "cancel", "run --backfill", "engine copy")
-FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY}
+                  "pause", "resume", "cancel", "run --backfill", "engine copy", "run --backfill --init-only",
+                  "run --rerun --init-only", "token create", "token list", "token revoke")
+SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
+FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED}
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -207,6 +209,21 @@ def test_state_changing_command_documents(tmp_path: Path) -> None:
     assert printed["explain"]["pause"]["reason"] == "warehouse upgrade"
     assert printed["cancel"]["run"]["status"] == "CANCELLED"
     assert printed["run --backfill"]["complete"] is True
+    queued: list[tuple[str, tuple[str, ...]]] = [
+        ("mark", ("mark", *run_1, "--task-code", "report", "--status", "FAILED", "--reason", "bad rows")),
+        ("run --rerun --init-only", ("run", *run_1, "--rerun", "report", "--init-only", "--reason", "fixed")),
+        ("run --backfill --init-only", ("run", *flow, "--backfill", "2026-03-02:2026-03-03", "--reason", "later",
+                                        "--init-only")),
+        ("token create", ("token", "create", "--name", "ci", "--role", "operator", "--expires", "90d")),
+        ("token list", ("token", "list")),
+        ("token revoke", ("token", "revoke", "--name", "ci")),
+    ]
+    for form, arguments in queued:
+        printed[form] = _json(project, *arguments)
+        check(form, printed[form])
+    assert [r["status"] for r in printed["run --backfill --init-only"]["runs"]] == ["QUEUED", "QUEUED"]
+    assert printed["run --rerun --init-only"]["task_code"] == "report"
+    assert printed["token list"]["tokens"][0]["name"] == "ci" and printed["token revoke"]["revoked_at"]
 
 
 # --- read-only commands on one shared project ------------------------------------------------------------------

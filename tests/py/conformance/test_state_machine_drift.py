@@ -26,6 +26,7 @@ DIALECTS = ["sqlite", "postgresql"]
 #: CHECK the flag macro names <column>_is_y_or_n (`Flag`).
 ENUM_COLUMNS = {
     ("SCHEMA_MIGRATIONS", "STREAM"): "MigrationStream",
+    ("CFG_API_TOKENS", "TOKEN_ROLE"): "TokenRole",
     ("SCHEMA_MIGRATIONS", "KIND"): "MigrationKind",
     ("AUD_PIPELINES_RUN_LOG", "TRIGGER_KIND"): "TriggerKind",
     ("AUD_PIPELINES_RUN_LOG", "SLA_STATUS"): "SlaStatus",

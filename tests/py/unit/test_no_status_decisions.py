@@ -31,7 +31,7 @@ ALLOWED = {
         "names the run's status in the message for a run command on an ended run, which start_run refuses anyway",
     ("etlcraft/services/runs.py", "backfill"):
         "stops a backfill at a date whose run finalize_run ended other than SUCCESS or SKIPPED",
-    ("etlcraft/services/runs.py", "_backfill_run"):
+    ("etlcraft/services/runs.py", "backfill_key"):
         "resumes the backfill run of a date that is still active instead of creating another key",
     ("etlcraft/services/control.py", "_task_run_hint"):
         "a hint in a message",

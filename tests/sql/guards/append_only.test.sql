@@ -5,7 +5,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(72);
+SELECT plan(73);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();
@@ -52,7 +52,7 @@ SELECT etl_test.refused(stmt, 'EC002', pattern,
          CASE WHEN op = 'TRUNCATE' THEN 'table' ELSE 'row' END))
   FROM refusals ORDER BY tbl, n;
 
--- 27: TRUNCATE removes rows without a row trigger, so no record; 090_guards refuses it on every owned table, even with
+-- 28: TRUNCATE removes rows without a row trigger, so no record; 090_guards refuses it on every owned table, even with
 -- the marker (CASCADE: without it a referenced table fails its foreign key check before any trigger runs).
 SELECT etl_test.refused(format('TRUNCATE etl_craft.%I CASCADE', lower(t)), 'EC002', format('TRUNCATE of %s %%refused%%', t),
   format('TRUNCATE of %s with the marker is refused (EC002)', t))

@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(142);
+SELECT plan(147);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -44,6 +44,8 @@ INSERT INTO writes VALUES
      ON CONFLICT (setting) DO UPDATE SET value = excluded.value$$),
   ('CFG_PROJECTS', $$INSERT INTO etl_craft.cfg_projects (project_code) VALUES ('tp2')$$),
   ('CFG_POOLS', $$INSERT INTO etl_craft.cfg_pools (pool_name) VALUES ('tpool2')$$),
+  ('CFG_API_TOKENS', $$INSERT INTO etl_craft.cfg_api_tokens (token_name, token_role, token_sha256)
+     VALUES ('pgtap', 'viewer', repeat('0', 64))$$),
   ('CFG_BUSINESS_RULES', $$INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_column, rule_sql)
      VALUES ((SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'extract'), 'date_known', 'WARN', 'id',
              'order_date IS NOT NULL')$$),

@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(215);
+SELECT plan(220);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
@@ -68,14 +68,16 @@ INSERT INTO expected_checks VALUES
   ('cfg_business_rules', 'rule_code_is_identifier'), ('cfg_business_rules', 'rule_type_is_valid'),
   ('cfg_business_rules', 'key_column_is_identifier'), ('cfg_business_rules', 'active_flag_is_y_or_n'),
   ('aud_business_rule_flags', 'active_flag_is_y_or_n'), ('aud_business_rule_flags', 'open_flag_has_no_end'),
-  ('aud_overseers', 'started_by_kind_is_valid'), ('aud_overseers', 'stopped_has_a_reason');
+  ('aud_overseers', 'started_by_kind_is_valid'), ('aud_overseers', 'stopped_has_a_reason'),
+  ('cfg_api_tokens', 'token_name_is_a_name'), ('cfg_api_tokens', 'token_role_is_valid'),
+  ('cfg_api_tokens', 'token_sha256_is_hex'), ('cfg_api_tokens', 'revoked_names_its_actor');
 
 -- 1 + 24: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 89 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 93 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -117,6 +119,15 @@ INSERT INTO violations VALUES
    $$UPDATE etl_craft.cfg_projects SET active_flag = 'X'$$),
   ('cfg_pools', 'pool_name_is_identifier', 'POOL_NAME = my pool',
    $$UPDATE etl_craft.cfg_pools SET pool_name = 'my pool'$$),
+  ('cfg_api_tokens', 'token_name_is_a_name', 'TOKEN_NAME = a token',
+   $$INSERT INTO etl_craft.cfg_api_tokens (token_name, token_role, token_sha256) VALUES ('a token', 'viewer', repeat('0', 64))$$),
+  ('cfg_api_tokens', 'token_role_is_valid', 'TOKEN_ROLE = root',
+   $$INSERT INTO etl_craft.cfg_api_tokens (token_name, token_role, token_sha256) VALUES ('t', 'root', repeat('0', 64))$$),
+  ('cfg_api_tokens', 'token_sha256_is_hex', 'TOKEN_SHA256 = plain',
+   $$INSERT INTO etl_craft.cfg_api_tokens (token_name, token_role, token_sha256) VALUES ('t', 'viewer', 'plain')$$),
+  ('cfg_api_tokens', 'revoked_names_its_actor', 'REVOKED_AT without REVOKED_BY',
+   $$INSERT INTO etl_craft.cfg_api_tokens (token_name, token_role, token_sha256, revoked_at)
+     VALUES ('t', 'viewer', repeat('0', 64), now())$$),
   ('cfg_pools', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = y',
    $$UPDATE etl_craft.cfg_pools SET active_flag = 'y'$$),
   ('cfg_pipelines', 'code_is_identifier', 'PIPELINE_CODE = up-pl',

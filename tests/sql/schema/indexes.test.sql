@@ -5,7 +5,7 @@
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(186);
+SELECT plan(194);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -14,6 +14,8 @@ INSERT INTO expected_indexes VALUES
    ARRAY['entity', 'COALESCE(from_status, ''''::character varying)', 'to_status'], true, NULL),
   ('cfg_projects', 'ux_projects_code_active', ARRAY['project_code'], true, '((active_flag)::text = ''Y''::text)'),
   ('cfg_pools', 'ux_pools_name_active', ARRAY['pool_name'], true, '((active_flag)::text = ''Y''::text)'),
+  ('cfg_api_tokens', 'ux_api_tokens_name', ARRAY['token_name'], true, NULL),
+  ('cfg_api_tokens', 'ux_api_tokens_sha256', ARRAY['token_sha256'], true, NULL),
   ('cfg_pipelines', 'ux_pipelines_code_active', ARRAY['project_id', 'pipeline_code'], true,
    '((active_flag)::text = ''Y''::text)'),
   ('cfg_tasks', 'ux_tasks_code_active', ARRAY['pipeline_id', 'task_code'], true, '((active_flag)::text = ''Y''::text)'),
@@ -71,7 +73,7 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 36 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 38 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
 -- 36: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],

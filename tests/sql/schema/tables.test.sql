@@ -1,10 +1,10 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
 -- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
--- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity, 0016_project_timezone_optional) create: exactly its
--- 26 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
+-- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity, 0016_project_timezone_optional, 0017_api_tokens) create:
+-- exactly its 28 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
 -- foreign key (and no others).
 BEGIN;
-SELECT plan(164);
+SELECT plan(168);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -321,7 +321,19 @@ INSERT INTO expected_columns VALUES
   ('aud_overseers', 8, 'stopped_at', 'timestamp with time zone', false),
   ('aud_overseers', 9, 'stop_reason', 'text', false),
   ('aud_overseers', 10, 'started_by', 'character varying(128)', true),
-  ('aud_overseers', 11, 'started_by_kind', 'character varying(16)', true);
+  ('aud_overseers', 11, 'started_by_kind', 'character varying(16)', true),
+  ('cfg_api_tokens', 1, 'token_id', 'bigint', true),
+  ('cfg_api_tokens', 2, 'token_name', 'character varying(128)', true),
+  ('cfg_api_tokens', 3, 'token_role', 'character varying(16)', true),
+  ('cfg_api_tokens', 4, 'token_sha256', 'character varying(64)', true),
+  ('cfg_api_tokens', 5, 'expires_at', 'timestamp with time zone', false),
+  ('cfg_api_tokens', 6, 'revoked_at', 'timestamp with time zone', false),
+  ('cfg_api_tokens', 7, 'revoked_by', 'character varying(128)', false),
+  ('cfg_api_tokens', 8, 'last_used_at', 'timestamp with time zone', false),
+  ('cfg_api_tokens', 9, 'created_by', 'character varying(128)', true),
+  ('cfg_api_tokens', 10, 'created_date', 'timestamp with time zone', true),
+  ('cfg_api_tokens', 11, 'updated_by', 'character varying(128)', true),
+  ('cfg_api_tokens', 12, 'updated_date', 'timestamp with time zone', true);
 
 SELECT tables_are('etl_craft', ARRAY[
   'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings',
@@ -330,8 +342,8 @@ SELECT tables_are('etl_craft', ARRAY[
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
   'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags',
-  'aud_overseers'
-]::name[], 'etl_craft holds exactly the 27 Engine DB tables of the migrations, no more and no fewer');
+  'aud_overseers', 'cfg_api_tokens'
+]::name[], 'etl_craft holds exactly the 28 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -374,7 +386,8 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('aud_gate_waits'::name, ARRAY['gate_wait_id']::name[]),
     ('cfg_business_rules'::name, ARRAY['business_rule_id']::name[]),
     ('aud_business_rule_flags'::name, ARRAY['flag_id']::name[]),
-    ('aud_overseers'::name, ARRAY['overseer_id']::name[])
+    ('aud_overseers'::name, ARRAY['overseer_id']::name[]),
+    ('cfg_api_tokens'::name, ARRAY['token_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -391,7 +404,8 @@ SELECT set_eq(
            ('aud_run_interventions'::name, 'intervention_id'::name), ('aud_pipeline_pauses'::name, 'pause_id'::name),
            ('aud_actions'::name, 'action_id'::name), ('aud_metadata_changes'::name, 'change_id'::name),
            ('aud_gate_waits'::name, 'gate_wait_id'::name), ('cfg_business_rules'::name, 'business_rule_id'::name),
-           ('aud_business_rule_flags'::name, 'flag_id'::name), ('aud_overseers'::name, 'overseer_id'::name)$$,
+           ('aud_business_rule_flags'::name, 'flag_id'::name), ('aud_overseers'::name, 'overseer_id'::name),
+           ('cfg_api_tokens'::name, 'token_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).

@@ -1,0 +1,101 @@
+"""Endpoints of runs, task runs and attempts: /api/v1/runs/{id}[/cancel|/tasks[/{task}/explain|/mark|/rerun]],
+/attempts/{id}[/log]."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from etlcraft.api.auth import OPERATOR, VIEWER
+from etlcraft.api.documents import DocumentRoute
+from etlcraft.core.actor import acting_as
+from etlcraft.services import control, explain
+from etlcraft.services.control import OperationContext, RunRef
+from etlcraft.services.queueing import queue_rerun, rerun_queued_json
+from etlcraft.services.runs import RunRequest, TaskRequest, attempt_log, attempt_log_json, log_chunks
+from etlcraft.services.status import pipeline_of_run, run_status, status_json
+from etlcraft.services.tokens import Principal
+
+router = APIRouter(route_class=DocumentRoute)
+Doc = dict[str, Any]
+
+
+class CancelBody(BaseModel):
+    reason: str = Field(min_length=1, description="Why the run is cancelled (recorded).")
+
+
+class MarkBody(BaseModel):
+    status: Literal["SUCCESS", "FAILED", "SKIPPED"]
+    reason: str = Field(min_length=1, description="Why (recorded on the task run and in AUD_RUN_INTERVENTIONS).")
+    rows_written: int | None = Field(None, ge=0, description="The rows the task wrote.")
+
+
+class RerunBody(BaseModel):
+    reason: str | None = Field(None, description="Why (recorded; the reason of a reopening).")
+
+
+def _context(request: Request, principal: Principal) -> OperationContext:
+    return OperationContext(request.app.state.db, principal.actor, request.app.state.config.orchestration.lease_seconds)
+
+
+def _status(request: Request, run_id: int) -> Doc:
+    db = request.app.state.db
+    return status_json(run_status(db, pipeline_of_run(db, run_id), run_id))
+
+
+@router.get("/runs/{run_id}", summary="A run and its tasks (etl-craft status --run-id)")
+def run_detail(request: Request, run_id: int, _p: Principal = VIEWER) -> Doc:
+    return _status(request, run_id)
+
+
+@router.get("/runs/{run_id}/tasks", summary="A run's task runs (etl-craft status --run-id: the same document)")
+def run_tasks(request: Request, run_id: int, _p: Principal = VIEWER) -> Doc:
+    return _status(request, run_id)
+
+
+@router.post("/runs/{run_id}/cancel", summary="Cancel a run (etl-craft cancel)")
+def cancel(request: Request, run_id: int, body: CancelBody, principal: Principal = OPERATOR) -> Doc:
+    code = pipeline_of_run(request.app.state.db, run_id)
+    done = control.cancel(_context(request, principal), control.CancelRequest(code, body.reason, RunRef(run_id)))
+    return control.to_json(done)
+
+
+@router.get("/runs/{run_id}/tasks/{task_code}/explain", summary="Why a task is in its state (etl-craft explain)")
+def explain_task(request: Request, run_id: int, task_code: str, _p: Principal = VIEWER) -> Doc:
+    db = request.app.state.db
+    found = explain.ExplainRequest(pipeline_of_run(db, run_id), task_code, RunRef(run_id))
+    return explain.to_json(explain.explain_task(db, found))
+
+
+@router.post("/runs/{run_id}/tasks/{task_code}/mark", summary="Mark a task's outcome (etl-craft mark --task-code)")
+def mark(request: Request, run_id: int, task_code: str, body: MarkBody, principal: Principal = OPERATOR) -> Doc:
+    code = pipeline_of_run(request.app.state.db, run_id)
+    wanted = control.MarkRequest(code, body.status, body.reason, task_code, body.rows_written, RunRef(run_id))
+    return control.to_json(control.mark(_context(request, principal), wanted))
+
+
+@router.post("/runs/{run_id}/tasks/{task_code}/rerun", summary="Queue a failed or cancelled task again for the "
+             "server, which then runs what becomes ready downstream (etl-craft run --rerun T --init-only)")
+def rerun(request: Request, run_id: int, task_code: str, body: RerunBody, principal: Principal = OPERATOR) -> Doc:
+    db = request.app.state.db
+    wanted = RunRequest(pipeline_of_run(db, run_id), None, run_id, None, body.reason,
+                        TaskRequest(task_code, rerun=True))
+    with acting_as(principal.actor):
+        return rerun_queued_json(queue_rerun(db, request.app.state.config, wanted))
+
+
+@router.get("/attempts/{attempt_id}", summary="An attempt and its log (etl-craft logs --attempt-id)")
+def attempt(request: Request, attempt_id: int, _p: Principal = VIEWER) -> Doc:
+    return attempt_log_json(attempt_log(request.app.state.db, attempt_id))
+
+
+@router.get("/attempts/{attempt_id}/log", response_class=StreamingResponse,
+            summary="An attempt's log from a byte offset, streamed as it is now (also while the attempt runs)")
+def attempt_log_text(request: Request, attempt_id: int, offset: int = Query(0, ge=0),
+                     _p: Principal = VIEWER) -> StreamingResponse:
+    size, chunks = log_chunks(request.app.state.db, attempt_id, offset)
+    return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
+                             headers={"X-Etl-Craft-Log-Size": str(size)})
