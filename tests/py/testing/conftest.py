@@ -4,6 +4,7 @@ business rule over raw.src, for the hermetic tests of etl-craft test."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,7 @@ def make_project(parent: Path, name: str = "shop") -> Path:
     result = CliRunner().invoke(cli, ["init", str(parent / name)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     root = parent / name
+    shutil.rmtree(root / "tests")  # the example's own test is run by test_the_example_project_ships_a_passing_test
     tasks = "".join(
         f"INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE, TARGET_OBJECT)\n"
         f"SELECT PIPELINE_ID, '{code}', 'SQL', '{action}', 'actions_src.sql', '{task_target(code)}' "

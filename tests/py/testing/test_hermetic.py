@@ -282,3 +282,13 @@ def test_generate_writes_a_starting_manifest_once(project: Path) -> None:
     write_jsonl(project / "tests" / "fixtures" / "actions_scd1.raw_src.jsonl", [])
     code, out = invoke(project, "tests/actions_scd1.test.yaml")
     assert code == 2 and "declares no columns" in out
+
+
+def test_the_example_project_ships_a_passing_test(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from etlcraft.cli import cli
+
+    assert CliRunner().invoke(cli, ["init", str(tmp_path / "p")]).exit_code == 0
+    code, out = invoke(tmp_path / "p", ".")
+    assert code == 0 and "1 passed" in out, out
