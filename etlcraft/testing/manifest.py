@@ -131,7 +131,7 @@ def validate(document: Any, path: str) -> None:
         "oneOf": lambda: "give either task (with initial_target and expect) or steps, not both",
     }.get(str(error.validator), lambda: f"breaks the schema rule {error.validator} ({found})")()
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    raise InvalidTest("manifest_invalid", f"{path}: at {where}: {rule}{more}; see docs/reference/test-manifest.md")
+    raise InvalidTest("manifest_invalid", f"{path}: at {where}: {rule}{more}; see manifest.schema.json")
 
 
 def _json_type(value: Any) -> str:
