@@ -99,6 +99,20 @@ def exit_codes_page() -> str:
         "- A SQLite Engine DB whose folder cannot be created or written (a regular file where a folder of",
         "  `Engine: path` should be, a folder this user may not write) stops every command with exit 4 and one",
         "  line naming the path, the reason and the remedy.",
+        "",
+        "## etl-craft test",
+        "",
+        "`etl-craft test` has exit codes of its own, which mean only this for it",
+        "([ADR 0007](../adr/0007-etl-craft-test-exit-codes.md)); in a suite the most severe wins (5 > 4 > 2 > 1 > 0).",
+        "",
+        "| Exit | Meaning for `etl-craft test` |",
+        "| --- | --- |",
+        "| 0 | every test passed |",
+        "| 1 | at least one expectation failed |",
+        "| 2 | a manifest, fixture, the project's metadata or the usage is invalid |",
+        "| 4 | a safety policy was violated: a path outside the project, a symlink, a FIFO, a size, line, row or time "
+        "budget, an existing different --output file |",
+        "| 5 | an internal failure |",
     ]
     return "\n".join(lines) + "\n"
 

@@ -44,6 +44,7 @@ COMMANDS = {
     "server": "etlcraft.cli.server:command",
     "show": "etlcraft.cli.show:command",
     "status": "etlcraft.cli.status:status",
+    "test": "etlcraft.cli.test:command",
     "token": "etlcraft.cli.token:command",
     "validate": "etlcraft.cli.validate:command",
 }

@@ -146,20 +146,29 @@ def _read_migration(path: Path) -> str:
         ) from exc
 
 
+def project_migration(name: str, sql: str) -> Migration | None:
+    """The metadata migration migrations/`name` holding `sql`; None when `name` is not NNNN_name.sql (etl-craft
+    test reads the files itself, confined to the project)."""
+    match = _PROJECT_FILE.match(name)
+    return None if match is None else Migration(PROJECT, match.group(1), name, "VERSIONED", sql, f"migrations/{name}")
+
+
 def migrate(
-    db: EngineDB, *, project_dir: Path | None = None, up_to: str | None = None, command: str = "migrate"
+    db: EngineDB, *, project_dir: Path | None = None, up_to: str | None = None, command: str = "migrate",
+    project: Sequence[Migration] | None = None,
 ) -> MigrateReport:
     """Bring the Engine DB up to date (engine migrations up to `up_to`, all by default), then apply the pending
-    metadata migrations of `project_dir`/migrations when a project is given. A call that changes anything is
-    recorded in AUD_ACTIONS as `command`, in the same transaction."""
+    metadata migrations of `project_dir`/migrations when a project is given (or `project`, migrations already
+    read). A call that changes anything is recorded in AUD_ACTIONS as `command`, in the same transaction."""
     report = MigrateReport()
-    pending_project = project_migrations(project_dir / "migrations") if project_dir else []
+    pending_project = (list(project) if project is not None
+                       else project_migrations(project_dir / "migrations") if project_dir else [])
     with db.write() as conn:
         _lock(db, conn)
         ledger = _ledger(db, conn)
         engine = [m for m in engine_migrations(db.dialect, db.schema) if up_to is None or m.version <= up_to]
         _check_applied(ledger, engine, ENGINE, known=engine_migrations(db.dialect, db.schema))
-        if project_dir is not None:
+        if project_dir is not None or project is not None:
             _check_applied(ledger, pending_project, PROJECT, known=pending_project)
         for migration in engine:
             if (ENGINE, migration.version) not in ledger:

@@ -62,7 +62,7 @@ def run_business_rules(ctx: TaskContext, *, engine_db: EngineDB, owner_id: str) 
         rules = _rules(ctx, task, engine_db, dialect)
         try:
             with warehouse.transaction() as session:
-                judged, no_key, judgements = _judge(session, task, table, rules)
+                judged, no_key, judgements = judge(session, task, table, rules)
         except _DRIVER_ERRORS as exc:
             raise EtlCraftError(
                 f"BUSINESS_RULES task {task} on {table}: a rule could not be judged in the {dialect} warehouse: "
@@ -118,7 +118,7 @@ def _rules(ctx: TaskContext, task: str, engine_db: EngineDB, dialect: str) -> li
     return rules
 
 
-def _judge(session: Session, task: str, table: TableName, rules: list[Rule]) -> tuple[int, int, list[Judgement]]:
+def judge(session: Session, task: str, table: TableName, rules: list[Rule]) -> tuple[int, int, list[Judgement]]:
     """Rows judged, rows without a key, and the keys breaking each rule: current rows only (B21)."""
     dialect = session.dialect
     ref = dialect.table(table)

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 SUPPORTED_WAREHOUSES = ("duckdb", "postgresql")
 #: Every warehouse session runs in this time zone; tests change it to prove hashes do not depend on it.
 SESSION_TIME_ZONE = "UTC"
+#: The URL of a private, in-memory DuckDB warehouse (etl-craft test); Warehouse keeps its one connection.
+IN_MEMORY_DUCKDB = "duckdb:///:memory:"
 _DRIVERS = {"duckdb": "duckdb", "postgresql": "postgresql+psycopg"}
 
 
@@ -117,7 +119,9 @@ class Warehouse:
             url = url.set(password=password)
         self.display = str(connection.path) if connection.path else make_url(connection.url).render_as_string()
         connect_args = self._pg_connect_args() if connection.dialect == "postgresql" else {}
-        self.engine = sa.create_engine(url, poolclass=sa.pool.NullPool, connect_args=connect_args)
+        # An in-memory DuckDB (etl-craft test) lives as long as its one connection: keep that connection.
+        pool = sa.pool.StaticPool if connection.url == IN_MEMORY_DUCKDB else sa.pool.NullPool
+        self.engine = sa.create_engine(url, poolclass=pool, connect_args=connect_args)
         event.listen(self.engine, "connect", self._on_connect)
 
     def _pg_connect_args(self) -> dict[str, object]:

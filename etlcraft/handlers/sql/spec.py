@@ -3,6 +3,7 @@ read through the parameter table, and the identities and time every written row 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,20 +56,34 @@ class SqlTask:
 def read_task(ctx: TaskContext, dialect: str, stamp: Stamp) -> SqlTask:
     """The attempt's SqlTask from its context: the SQL file read and checked, the parameters parsed."""
     task = f"{ctx.pipeline_code}.{ctx.task_code}"
-    action = ctx.action or ""
-    if action not in ACTIONS:
-        raise SqlGuardError(f"task {task} has ACTION {ctx.action!r}; a SQL task's ACTION is one of "
+    text = _read_sql(ctx, task) if ctx.sql_path is not None else None
+    run_values: dict[str, object] = dict(zip(RUN_VALUES, (ctx.pipeline_id, ctx.pipeline_run_id, ctx.task_run_id,
+                                                          ctx.run_date), strict=True))
+    return task_from_text(task=task, action=ctx.action, sql_file=ctx.sql_file, text=text,
+                          target_object=ctx.target_object, parameters=ctx.parameters, run_values=run_values,
+                          dialect=dialect, stamp=stamp)
+
+
+def task_from_text(*, task: str, action: str | None, sql_file: str | None, text: str | None,
+                   target_object: str | None, parameters: Mapping[str, str], run_values: Mapping[str, object],
+                   dialect: str, stamp: Stamp) -> SqlTask:
+    """A SqlTask from the text of its SQL file (None: the task has no SQL_FILE), as `read_task` and
+    `etl-craft test` (which reads the file itself, confined to the project) both build it."""
+    if (action or "") not in ACTIONS:
+        raise SqlGuardError(f"task {task} has ACTION {action!r}; a SQL task's ACTION is one of "
                             f"{', '.join(ACTIONS)}: correct it with a project migration")
-    if ctx.sql_path is None or not ctx.target_object:
-        missing = "SQL_FILE" if ctx.sql_path is None else "TARGET_OBJECT"
+    if text is None or not target_object:
+        missing = "SQL_FILE" if text is None else "TARGET_OBJECT"
         raise SqlGuardError(f"task {task} ({action}) has no {missing}; set it with a project migration")
+    assert action is not None
     try:
-        target = parse_table_name(ctx.target_object, dialect)
+        target = parse_table_name(target_object, dialect)
     except ValueError as exc:
         raise SqlGuardError(f"task {task}: TARGET_OBJECT {exc}; correct it with a project migration") from None
-    values = _parameters(ctx, task, action)
-    return SqlTask(action, task, f"sql_files/{ctx.sql_file}", _select(ctx, dialect, task), target,
-                   tuple(values["MERGE_KEY"] or ()), _optional_tuple(values["MERGE_COMPARE_COLUMNS"]),
+    values = _parameters(parameters, task, action)
+    source = f"sql_files/{sql_file}"
+    return SqlTask(action, task, source, _select(text, {**dict(parameters), **run_values}, dialect, task, source),
+                   target, tuple(values["MERGE_KEY"] or ()), _optional_tuple(values["MERGE_COMPARE_COLUMNS"]),
                    tuple(values["MERGE_DEDUPE_ORDER"] or ()), bool(values["SCHEMA_EVOLUTION"]),
                    str(values["TABLE_FORMAT"] or "native"), str(values["DELETE_MODE"] or "soft"), stamp)
 
@@ -77,13 +92,13 @@ def _optional_tuple(value: Any) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
 
 
-def _parameters(ctx: TaskContext, task: str, action: str) -> dict[str, Any]:
+def _parameters(parameters: Mapping[str, str], task: str, action: str) -> dict[str, Any]:
     names = ("MERGE_KEY", "MERGE_COMPARE_COLUMNS", "MERGE_DEDUPE_ORDER", "SCHEMA_EVOLUTION", "TABLE_FORMAT",
              "DELETE_MODE")
     values: dict[str, Any] = {}
     for name in names:
         spec = params.BY_NAME[name]
-        raw = ctx.parameters.get(name)
+        raw = parameters.get(name)
         if not spec.applies("SQL", action):
             values[name] = None
             continue
@@ -98,22 +113,23 @@ def _parameters(ctx: TaskContext, task: str, action: str) -> dict[str, Any]:
     return values
 
 
-def _select(ctx: TaskContext, dialect: str, task: str) -> str:
+def _read_sql(ctx: TaskContext, task: str) -> str:
     path = ctx.sql_path
     assert path is not None
     source = f"sql_files/{ctx.sql_file}"
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise SqlGuardError(f"task {task}: cannot read {path} ({exc.strerror}); create the file or correct "
                             "SQL_FILE with a project migration") from None
     except UnicodeDecodeError as exc:
         raise SqlGuardError(f"task {task}: {source} is not UTF-8 text ({exc.reason} at byte {exc.start}); save the "
                             "file as UTF-8") from None
-    run_values: dict[str, object] = dict(zip(RUN_VALUES, (ctx.pipeline_id, ctx.pipeline_run_id, ctx.task_run_id,
-                                                          ctx.run_date), strict=True))
+
+
+def _select(text: str, values: Mapping[str, object], dialect: str, task: str, source: str) -> str:
     try:
-        sql = substitute(text, {**dict(ctx.parameters), **run_values}, dialect, source=source)
+        sql = substitute(text, values, dialect, source=source)
         return read_select(sql, dialect, source=source).text
     except UnknownTokenError as exc:
         raise SqlGuardError(f"task {task}: {exc}") from None

@@ -63,7 +63,8 @@ STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --fin
                   "pause", "resume", "cancel", "run --backfill", "engine copy", "run --backfill --init-only",
                   "run --rerun --init-only", "token create", "token list", "token revoke")
 SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
-FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED}
+HERMETIC = ("test",)  # the test report, checked by tests/py/testing
+FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED, *HERMETIC}
 
 
 # --- the page ---------------------------------------------------------------------------------------------------

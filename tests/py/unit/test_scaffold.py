@@ -26,6 +26,9 @@ FILES = {
     "sql_files/load_customers.sql",
     "sql_files/load_orders.sql",
     "sql_files/customer_totals.sql",
+    "tests/customer_orders_load_orders.test.yaml",
+    "tests/fixtures/load_orders.expected.jsonl",
+    "tests/fixtures/load_orders.raw_orders.jsonl",
 }
 FOLDERS = {"migrations", "sql_files", "ingestion_scripts", "tests"}
 BLANK_FILES = {
@@ -62,12 +65,13 @@ def test_scaffold_creates_the_files_and_folders(tmp_path: Path) -> None:
     assert set(report.created) == FILES
     assert len(report.created) == len(FILES)
     assert report.unchanged == []
-    assert tree(project) == FILES | FOLDERS
+    assert tree(project) == FILES | FOLDERS | {"tests/fixtures"}
     for folder in FOLDERS:
         assert (project / folder).is_dir()
     assert sorted(p.name for p in (project / "ingestion_scripts").iterdir()) == ["ingest_customers.py",
                                                                                  "ingest_orders.py"]
-    assert list((project / "tests").iterdir()) == []
+    assert sorted(p.name for p in (project / "tests").iterdir()) == [
+        "customer_orders_load_orders.test.yaml", "fixtures"]
     assert not (project / ".env").exists()
 
 
@@ -82,7 +86,7 @@ def test_byte_compiled_scaffold_scripts_are_not_copied(tmp_path: Path, monkeypat
     project = tmp_path / "shop"
     report = scaffold(project)
     assert set(report.created) == FILES
-    assert tree(project) == FILES | FOLDERS
+    assert tree(project) == FILES | FOLDERS | {"tests/fixtures"}
 
 
 def test_a_blank_project_has_the_configuration_and_folders_that_say_what_goes_in_them(tmp_path: Path) -> None:
@@ -154,7 +158,7 @@ def test_a_relative_directory_is_made_absolute(tmp_path: Path, monkeypatch: pyte
 def test_an_existing_empty_directory_is_filled(tmp_path: Path) -> None:
     report = scaffold(tmp_path)
     assert set(report.created) == FILES
-    assert tree(tmp_path) == FILES | FOLDERS
+    assert tree(tmp_path) == FILES | FOLDERS | {"tests/fixtures"}
 
 
 def test_unrelated_files_in_the_directory_are_left_alone(tmp_path: Path) -> None:
@@ -331,7 +335,7 @@ def test_every_conflict_is_named_up_to_five(tmp_path: Path) -> None:
         scaffold(tmp_path / "src", "shop")
     assert str(info.value) == conflict_message(
         tmp_path / "src", ".env.example, .gitignore, ingestion_scripts/ingest_customers.py, "
-        "ingestion_scripts/ingest_orders.py, migrations/0001_shop_ingest.sql and 4 more", many=True)
+        "ingestion_scripts/ingest_orders.py, migrations/0001_shop_ingest.sql and 7 more", many=True)
 
 
 def test_an_existing_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
