@@ -16,6 +16,7 @@ no run; after its resume, its schedule goes on from the resume.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -39,6 +40,8 @@ MISSED_RECORDED = 100
 COUNT_LIMIT = 10_000
 SCHEDULE_ACTOR = Actor("etl-craft schedule", ActorKind.SCHEDULE)
 KEY_PREFIX = "schedule:"
+#: Ticks given runs per create_scheduled_runs call.
+BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Schedule:
     overlap_policy: str
     last_tick: datetime | None
     paused: bool
+    max_parallel_tasks: int | None = None
 
     def signature(self) -> tuple[object, ...]:
         """What decides its ticks, as read."""
@@ -126,15 +130,37 @@ def _schedule(row: dict[str, Any], configured_zone: str | None) -> Schedule:
         start_date=date.fromisoformat(start) if isinstance(start, str) else start,
         catchup=row["catchup"] == "Y", max_catchup_runs=int(row["max_catchup_runs"] or 1),
         overlap_policy=str(row["overlap_policy"] or "SKIP"), last_tick=parse_tick_key(row["last_tick_key"]),
-        paused=bool(row["paused"]))
+        paused=bool(row["paused"]),
+        max_parallel_tasks=int(row["max_parallel_tasks"]) if row["max_parallel_tasks"] is not None else None)
+
+
+@dataclass(frozen=True)
+class Tick:
+    """A due tick of a schedule, to be given a run."""
+
+    schedule: Schedule
+    tick: datetime
+    skip: str | None = None  # the reason its run ends SKIPPED at once (a missed tick CATCHUP does not keep)
+    catching_up: bool = False  # a missed tick CATCHUP keeps: queued even behind an active run
+
+
+@dataclass(frozen=True)
+class Created:
+    """A run a tick created: IN-PROGRESS ones were admitted to the scheduler's owner, who drives them."""
+
+    run_id: int
+    pipeline_code: str
+    status: str
+    slots: int | None  # the pipeline's MAX_PARALLEL_TASKS
 
 
 class Scheduler:
     """Creates the runs of due ticks. `started_at` is when the server started: ticks at or before it were missed."""
 
     def __init__(self, db: EngineDB, started_at: datetime, configured_zone: str | None, run_settings: dict[str, Any],
-                 on_event: Callable[[str], None]) -> None:
+                 on_event: Callable[[str], None], owner_id: str | None = None, lease_seconds: int = 60) -> None:
         self.db, self.started_at, self.configured_zone = db, started_at, configured_zone
+        self.owner_id, self.lease_seconds = owner_id, lease_seconds  # who the runs it creates are admitted to
         self.run_settings, self.on_event = run_settings, on_event
         self.cursor: dict[int, datetime] = {}  # per pipeline: every tick at or before it has been handled
         self.next_at: dict[int, datetime] = {}
@@ -146,13 +172,14 @@ class Scheduler:
     def next_tick(self) -> datetime | None:
         return min(self.next_at.values()) if self.next_at else None
 
-    def tick(self, now: datetime) -> list[int]:
-        """Create the runs of every tick due by `now`; the ids of the runs created (SKIPPED ones included). A
-        pipeline whose schedule row is as it was and whose next tick is not due yet costs nothing more here."""
-        created: list[int] = []
+    def tick(self, now: datetime) -> list[Created]:
+        """Create the runs of every tick due by `now`, in one create_scheduled_runs call per BATCH ticks; the runs
+        created (SKIPPED ones included). A pipeline whose schedule row is as it was and whose next tick is not due
+        yet costs nothing more here."""
         schedules = read_schedules(self.db, self.configured_zone, self.on_event)
         next_at: dict[int, datetime] = {}
         seen: dict[int, tuple[object, ...]] = {}
+        due: list[Tick] = []
         for schedule in schedules:
             key, pipeline_id = schedule.signature(), schedule.pipeline_id
             seen[pipeline_id] = key
@@ -160,39 +187,46 @@ class Scheduler:
             if self.seen.get(pipeline_id) == key and known is not None and known > now:
                 next_at[pipeline_id] = known
                 continue
+            due += self._pipeline(schedule, now)
+        created: list[Created] = []
+        failed: set[int] = set()
+        for start in range(0, len(due), BATCH):
+            batch = due[start:start + BATCH]
             try:
-                created += self._pipeline(schedule, now)
-            except EtlCraftError as exc:  # one pipeline's refusal (paused meanwhile, ...) stops no other
-                self.on_event(f"pipeline {schedule.pipeline_code}: no run created for its due tick: {exc}")
-            next_at[pipeline_id] = schedule.next_ticks(self.cursor.get(pipeline_id, now), 1)[0]
+                created += self._create(batch)
+            except EtlCraftError as exc:  # the Engine DB refused the batch: its ticks are tried again next turn
+                failed |= {t.schedule.pipeline_id for t in batch}
+                self.on_event(f"no run created for {len(batch)} due tick(s): {exc}; trying again")
+        for schedule in schedules:
+            if schedule.pipeline_id in failed:
+                next_at[schedule.pipeline_id] = now
+            elif schedule.pipeline_id not in next_at:
+                self.cursor[schedule.pipeline_id] = now
+                next_at[schedule.pipeline_id] = schedule.next_ticks(now, 1)[0]
         self.next_at, self.seen = next_at, seen
         return created
 
-    def _pipeline(self, schedule: Schedule, now: datetime) -> list[int]:
+    def _pipeline(self, schedule: Schedule, now: datetime) -> list[Tick]:
+        """The ticks of `schedule` due by `now` that need a run: missed ones (the newest kept, older ones to be
+        recorded SKIPPED) and live ones (create_scheduled_runs applies the overlap policy)."""
         after = self._after(schedule)
         if schedule.paused:
             skipped = sum(1 for _ in _bounded(ticks_between(schedule.cron, after, now, schedule.zone), 1000))
             if skipped:
                 self.on_event(f"pipeline {schedule.pipeline_code} is paused: {skipped} due tick(s) create no run")
-            self.cursor[schedule.pipeline_id] = now
             return []
         missed, older = ([], 0) if after >= self.started_at else _newest(
             schedule, after, min(now, self.started_at), MISSED_RECORDED + self._keep(schedule))
         live = list(ticks_between(schedule.cron, max(after, self.started_at), now, schedule.zone))
-        created: list[int] = []
+        ticks: list[Tick] = []
         if missed:
             keep = self._keep(schedule)
             if older:
                 many = f"{COUNT_LIMIT:,} or more" if older >= COUNT_LIMIT else str(older)
                 self.on_event(f"pipeline {schedule.pipeline_code}: {many} older tick(s) {MISSED} are not recorded")
-            for tick in missed[:-keep]:
-                created.append(self._create(schedule, tick, skip=MISSED))
-            for tick in missed[-keep:]:
-                created.append(self._create(schedule, tick, catching_up=True))
-        for tick in live:  # create_run skips a tick the pipeline's overlap policy skips
-            created.append(self._create(schedule, tick))
-        self.cursor[schedule.pipeline_id] = now
-        return created
+            ticks += [Tick(schedule, tick, skip=MISSED) for tick in missed[:-keep]]
+            ticks += [Tick(schedule, tick, catching_up=True) for tick in missed[-keep:]]
+        return ticks + [Tick(schedule, tick) for tick in live]
 
     def _keep(self, schedule: Schedule) -> int:
         return schedule.max_catchup_runs if schedule.catchup else 1
@@ -208,21 +242,33 @@ class Scheduler:
             after = floor - timedelta(microseconds=1)
         return after
 
-    def _create(self, schedule: Schedule, tick: datetime, skip: str | None = None, catching_up: bool = False) -> int:
-        """The run of one tick: QUEUED for the server to admit, or SKIPPED at once (a missed tick, or one the
-        pipeline's overlap policy skips: create_run decides, with the reason as the run's message). Not durable:
-        a run a database crash loses is created again from its tick (the same key)."""
-        key = tick_key(tick)
+    def _create(self, ticks: list[Tick]) -> list[Created]:
+        """The runs of `ticks`, in one call: QUEUED, admitted to the server at once where no gate is to be judged
+        (with an owner), or SKIPPED (a missed tick, or one the pipeline's overlap policy skips):
+        create_scheduled_runs decides, with the reason as the run's message. Not durable: a run a database crash
+        loses is created again from its tick (the same key)."""
+        payload = json.dumps([{"ord": n, "pipeline_id": t.schedule.pipeline_id, "run_key": tick_key(t.tick),
+                               "run_date": run_date_of(t.tick, t.schedule.zone).isoformat(), "skip_reason": t.skip,
+                               "catching_up": t.catching_up} for n, t in enumerate(ticks)])
         with acting_as(SCHEDULE_ACTOR):
-            row = call(self.db, "create_run", pipeline_id=schedule.pipeline_id, run_key=key,
-                       run_date=run_date_of(tick, schedule.zone), trigger_kind="SCHEDULE", status="QUEUED",
-                       skip_reason=skip, catching_up=catching_up, durable=False, **self.run_settings)[0]
-        if not row.created:
-            return int(row.pipeline_run_id)
-        what = f"{row.status} ({row.message})" if row.message else row.status
-        self.on_event(f"pipeline {schedule.pipeline_code}: tick {tick_of(tick)} created run {row.pipeline_run_id} "
-                      f"({key}, run date {run_date_of(tick, schedule.zone)}) {what}")
-        return int(row.pipeline_run_id)
+            rows = call(self.db, "create_scheduled_runs", ticks=payload, owner_id=self.owner_id,
+                        lease_seconds=self.lease_seconds, durable=False, **self.run_settings)
+        created = []
+        for row, tick in zip(rows, ticks, strict=True):
+            schedule = tick.schedule
+            if row.pipeline_run_id is None:
+                self.on_event(f"pipeline {schedule.pipeline_code}: no run created for tick {tick_of(tick.tick)}: "
+                              f"{row.message}")
+                continue
+            if not row.created:
+                continue
+            what = f"{row.status} ({row.message})" if row.message else row.status
+            self.on_event(f"pipeline {schedule.pipeline_code}: tick {tick_of(tick.tick)} created run "
+                          f"{row.pipeline_run_id} ({row.run_key}, run date {run_date_of(tick.tick, schedule.zone)}) "
+                          f"{what}")
+            created.append(Created(int(row.pipeline_run_id), schedule.pipeline_code, str(row.status),
+                                   schedule.max_parallel_tasks))
+        return created
 
 
 @functools.lru_cache(maxsize=4096)

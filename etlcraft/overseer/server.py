@@ -256,7 +256,8 @@ class Server:
                  f"slots, lease {self.settings.lease_seconds} s)")
         self.listener = Listener(self.db) if self.db.is_postgres else None
         self.scheduler = Scheduler(self.db, self.db.clock.now(), self.settings.timezone, self.settings.run_settings,
-                                   lambda message: self.log(message))
+                                   lambda message: self.log(message), owner_id=self.settings.owner_id,
+                                   lease_seconds=self.settings.lease_seconds)
 
     def _signals(self) -> contextlib.AbstractContextManager[None]:
         """A stop signal starts the shutdown (a second one cuts the grace short) and wakes the loop."""
@@ -312,7 +313,11 @@ class Server:
             self._check_slas()
             self.last_reconcile = now
         if self.scheduler.due(self.db.clock.now()) or now - self.last_schedules >= SCHEDULE_REFRESH_SECONDS:
-            self.scheduler.tick(self.db.clock.now())
+            for run in self.scheduler.tick(self.db.clock.now()):
+                if run.status == "IN-PROGRESS":  # admitted to this server as it was created (no gate to judge)
+                    self.log(f"admitted run {run.run_id} as it was created", run=run.run_id,
+                             pipeline=run.pipeline_code)
+                    self._drive(run.run_id, run.pipeline_code, run.slots, admitted=True)
             self.last_schedules = now
         self._admit()
         self._adopt()

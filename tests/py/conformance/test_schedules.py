@@ -4,12 +4,16 @@ SCHEDULE_START_DATE, the overlap policies and paused pipelines."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from etlcraft.core.cron import parse, tick_of, ticks_between
+from etlcraft.core.errors import EtlCraftError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.overseer.schedules import MISSED, Scheduler
@@ -168,3 +172,52 @@ def test_a_tick_created_twice_is_one_run(engine_db: EngineDB) -> None:
     scheduler(engine_db, START).tick(later)
     scheduler(engine_db, START).tick(later)  # a second server that raced the first: the run key decides
     assert [r[0] for r in runs(project, "hourly")] == ["schedule:2027-01-04T01:00:00Z"]
+
+
+def test_create_scheduled_runs__a_tick_of_many_pipelines_in_one_call(engine_db: EngineDB) -> None:
+    """One call creates a tick's runs for every due pipeline: gate-free pipelines' runs admitted to the owner, a
+    second tick of a SKIP pipeline skipped naming the first, QUEUE keeps it, a gated pipeline's run left QUEUED for
+    admit_run, a paused pipeline without a run; calling again creates nothing."""
+    project = Project(engine_db)
+    ids = {code: project.pipeline(code, RUN_SCHEDULE="0 * * * *", OVERLAP_POLICY=policy)
+           for code, policy in (("skip", "SKIP"), ("queue", "QUEUE"), ("gated", "QUEUE"), ("paused", "QUEUE"))}
+    project.pipeline_depends("gated", "skip")
+    call(engine_db, "pause_pipeline", pipeline_id=ids["paused"], reason="maintenance")
+    day = START.date().isoformat()
+    ticks = [("skip", "schedule:1", None, False), ("skip", "schedule:2", None, False),
+             ("queue", "schedule:0", MISSED, False), ("queue", "schedule:1", None, True),
+             ("queue", "schedule:2", None, False), ("gated", "schedule:1", None, False),
+             ("paused", "schedule:1", None, False)]
+    payload = json.dumps([{"ord": n, "pipeline_id": ids[code], "run_key": key, "run_date": day,
+                           "skip_reason": skip, "catching_up": catching_up}
+                          for n, (code, key, skip, catching_up) in enumerate(ticks)])
+
+    def created() -> list[tuple[Any, ...]]:
+        rows = call(engine_db, "create_scheduled_runs", ticks=payload, owner_id="srv", lease_seconds=60,
+                    durable=False)
+        return [(r.run_key, r.status, r.created, r.message) for r in rows]
+
+    first = created()
+    skip_run = project.scalar("SELECT PIPELINE_RUN_ID FROM {AUD_PIPELINES_RUN_LOG} WHERE PIPELINE_ID = :p AND "
+                              "RUN_KEY = 'schedule:1'", p=ids["skip"])
+    assert first == [
+        ("schedule:1", "IN-PROGRESS", True, None),
+        ("schedule:2", "SKIPPED", True, f"previous run still active: run {skip_run} (schedule:1) is QUEUED "
+                                        "and the pipeline's OVERLAP_POLICY is SKIP"),
+        ("schedule:0", "SKIPPED", True, MISSED),
+        ("schedule:1", "IN-PROGRESS", True, None),
+        ("schedule:2", "QUEUED", True, None),
+        ("schedule:1", "QUEUED", True, None),
+        ("schedule:1", None, None, "pipeline paused is paused: a paused pipeline starts no run")]
+    assert project.scalar("SELECT OWNER_ID FROM {AUD_PIPELINES_RUN_LOG} WHERE PIPELINE_RUN_ID = :r",
+                          r=skip_run) == "srv"
+    again = created()
+    assert [(key, status) for key, status, _, _ in again] == [(key, status) for key, status, _, _ in first]
+    assert {made for _, _, made, _ in again} == {False, None}
+    assert project.scalar("SELECT COUNT(*) FROM {AUD_PIPELINES_RUN_LOG}") == 6
+
+
+def test_create_scheduled_runs__refuses_ticks_that_are_not_tick_objects(engine_db: EngineDB) -> None:
+    for bad in ("not json", "{}", '[{"ord": 1}]'):
+        with pytest.raises(EtlCraftError, match="ticks is a JSON array of objects"):
+            call(engine_db, "create_scheduled_runs", ticks=bad)

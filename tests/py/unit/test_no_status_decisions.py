@@ -39,6 +39,8 @@ ALLOWED = {
         "skips the read for a retry message after a success, which the retry rule never retries",
     ("etlcraft/overseer/server.py", "Server._admit"):
         "reads admit_run's answer: admit_run decides the admission",
+    ("etlcraft/overseer/server.py", "Server._work"):
+        "reads create_scheduled_runs' answer: it decides which new runs are admitted to the server",
     ("etlcraft/services/handoff.py", "_active"):
         "names the run's status in the message for a run command on an ended run, as _must_be_in_progress does",
 }

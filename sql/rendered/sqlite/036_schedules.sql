@@ -1,0 +1,26 @@
+-- 036_schedules: the runs of a schedule tick, for every due pipeline in one call. A server creates up to a
+-- thousand runs at one tick; one call per run spends most of its time on round trips and statement starts, so the
+-- tick's runs are created, skipped and admitted here as sets, by the same rules as create_run and admit_run.
+
+-- @function create_scheduled_runs
+-- @args ticks text, owner_id text = NULL, lease_seconds int = 60, config_sha256 text = NULL, retries int = NULL, retry_delay_seconds int = NULL, retry_backoff float = NULL, durable bool = true
+-- @returns ord bigint, pipeline_id bigint, run_key text, pipeline_run_id bigint, status text, created bool, message text
+-- @purpose Create the SCHEDULE runs of due ticks, many pipelines at once. ticks is a JSON array of objects
+--   {ord, pipeline_id, run_key, run_date, skip_reason, catching_up}, ord numbering them in the order their runs are
+--   to be created (a pipeline's ticks oldest first). Each tick's run is created QUEUED as create_run creates it (the
+--   key schedule:<tick> is unique per pipeline, so a tick already created returns its run with created false; a
+--   pipeline switched off or paused gets no run, and its row says why). A new run then ends SKIPPED at once when its
+--   tick has a skip_reason (missed while no server ran), or when its pipeline's OVERLAP_POLICY is SKIP and an earlier
+--   run of the pipeline is QUEUED or IN-PROGRESS, unless catching_up (a missed tick CATCHUP keeps). With owner_id, each
+--   new QUEUED run that is its pipeline's oldest, of a pipeline without an active pipeline dependency (no gate to judge)
+--   and with no run IN-PROGRESS, is admitted here: IN-PROGRESS, owned by owner_id with a lease of lease_seconds, as
+--   admit_run would admit it; the others stay QUEUED for admit_run. With durable false (PostgreSQL; SQLite ignores it)
+--   the commit does not wait for the WAL flush: a server creates the runs of a tick again (same keys) if a crash of the
+--   database loses them. One row per tick, in ord order.
+-- @transition RUN (none) -> QUEUED; QUEUED -> SKIPPED (a missed tick, or the overlap policy); QUEUED ->
+--   IN-PROGRESS (a pipeline without a gate)
+-- @locks PostgreSQL: the rows of the ticks' pipelines (FOR NO KEY UPDATE, as admit_run takes them), then the
+--   ux_run_key entries of the keys. SQLite: the database (BEGIN IMMEDIATE)
+-- @errors EC023 ticks is not a JSON array of tick objects, a retry default is out of range, or lease_seconds is
+--   below 1
+-- @end create_scheduled_runs
