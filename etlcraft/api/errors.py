@@ -45,7 +45,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
         (403, "the token's role does not allow the request (FORBIDDEN)"),
         (404, "no such pipeline, run, task or attempt (NOT_FOUND)"),
         (409, "a refused change: STALE_TRANSITION, ILLEGAL_TRANSITION, REFUSED_BY_POLICY, AMBIGUOUS or WAITING"),
-        (422, "bad input (USAGE)"))}
+        (422, "bad input (USAGE)"),
+        (503, "the Engine DB cannot be reached or refused the statement (ENGINE_DB)"))}
 
 
 def error_document(kind: str, message: str) -> dict[str, Any]:
