@@ -10,7 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import OPERATOR, VIEWER
-from etlcraft.api.documents import DocumentRoute
+from etlcraft.api.documents import DocumentRoute, scrubbing
 from etlcraft.core.actor import acting_as
 from etlcraft.services import control, explain
 from etlcraft.services.control import OperationContext, RunRef
@@ -101,5 +101,5 @@ def attempt(request: Request, attempt_id: AttemptId, _p: Principal = VIEWER) -> 
 def attempt_log_text(request: Request, attempt_id: AttemptId, offset: int = Query(0, ge=0, le=MAX_ID),
                      _p: Principal = VIEWER) -> StreamingResponse:
     size, chunks = log_chunks(request.app.state.db, attempt_id, offset)
-    return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
+    return StreamingResponse(scrubbing(request).lines(chunks), media_type="text/plain; charset=utf-8",
                              headers={"X-Etl-Craft-Log-Size": str(size)})
