@@ -9,8 +9,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
+
+from etlcraft.services.redaction import Scrubber, scrubber
 
 
 class Document(JSONResponse):
@@ -18,13 +21,21 @@ class Document(JSONResponse):
         return json.dumps(content, default=str).encode("utf-8")
 
 
+def scrubbing(request: Request) -> Scrubber:
+    """What masks the secrets in what this request answers (etlcraft.services.redaction)."""
+    return scrubber(request.app.state.db, request.app.state.config)
+
+
 class DocumentRoute(APIRoute):
-    """A route whose endpoint returns a document (a dict): it is sent as a Document, not re-encoded."""
+    """A route whose endpoint returns a document (a dict): it is sent as a Document, not re-encoded, with every
+    secret in it masked. Each endpoint takes the request as its argument `request`."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         @functools.wraps(endpoint)
         def send(*args: Any, **values: Any) -> Any:
             result = endpoint(*args, **values)
-            return result if isinstance(result, Response) else Document(result)
+            if isinstance(result, Response):
+                return result
+            return Document(scrubbing(values["request"]).document(result))
 
         super().__init__(path, send, **kwargs)

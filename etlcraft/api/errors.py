@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from etlcraft.core.errors import EngineUnreachableError, EtlCraftError, error_specs
+from etlcraft.services.redaction import Scrubber, scrubber
 
 SCHEMA = "etl-craft/error/1"
 
@@ -45,7 +46,8 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
         (403, "the token's role does not allow the request (FORBIDDEN)"),
         (404, "no such pipeline, run, task or attempt (NOT_FOUND)"),
         (409, "a refused change: STALE_TRANSITION, ILLEGAL_TRANSITION, REFUSED_BY_POLICY, AMBIGUOUS or WAITING"),
-        (422, "bad input (USAGE)"))}
+        (422, "bad input (USAGE)"),
+        (503, "the Engine DB cannot be reached or refused the statement (ENGINE_DB)"))}
 
 
 def error_document(kind: str, message: str) -> dict[str, Any]:
@@ -58,13 +60,20 @@ def status_of(exc: EtlCraftError) -> int:
     return STATUS.get(exc.kind, 500)
 
 
+def _scrubbed(request: Request, message: str) -> str:
+    """The message with its secrets masked (the scrubber reads the Engine DB, so an Engine DB error gets its URL
+    passwords masked only)."""
+    return scrubber(request.app.state.db, request.app.state.config).text(message)
+
+
 def install(app: FastAPI) -> None:
     """Turn every failure into the error document."""
 
     @app.exception_handler(EtlCraftError)
-    async def etl_craft_error(_request: Request, exc: EtlCraftError) -> JSONResponse:
+    async def etl_craft_error(request: Request, exc: EtlCraftError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if status_of(exc) == 401 else None
-        return JSONResponse(error_document(exc.kind, str(exc)), status_code=status_of(exc), headers=headers)
+        message = Scrubber(()).text(str(exc)) if status_of(exc) == 503 else _scrubbed(request, str(exc))
+        return JSONResponse(error_document(exc.kind, message), status_code=status_of(exc), headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def bad_input(_request: Request, exc: RequestValidationError) -> JSONResponse:

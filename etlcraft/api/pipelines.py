@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import ADMIN, OPERATOR, VIEWER
 from etlcraft.api.documents import DocumentRoute
+from etlcraft.api.runs import MAX_ID
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import TokenRole
 from etlcraft.services import audit, control, tokens
@@ -47,7 +48,8 @@ class ResumeBody(BaseModel):
 
 
 class TokenBody(BaseModel):
-    name: str = Field(description="The token's name: the actor of every request made with it.")
+    name: str = Field(pattern=tokens.NAME_PATTERN,
+                      description="The token's name: the actor of every request made with it.")
     role: TokenRole
     expires: str | None = Field(None, description="Expire after 90d, 12h or 30m (default: never).")
 
@@ -79,7 +81,7 @@ def pipeline(request: Request, code: str, _p: Principal = VIEWER) -> Doc:
 
 @router.get("/pipelines/{code}/runs", summary="A pipeline's runs, newest first (etl-craft history)")
 def pipeline_runs(request: Request, code: str, limit: int = Query(20, ge=1, le=1000),
-                  before: int | None = Query(None, ge=1, description="Only runs older than this run id."),
+                  before: int | None = Query(None, ge=1, le=MAX_ID, description="Only runs older than this run id."),
                   _p: Principal = VIEWER) -> Doc:
     return history_json(code, run_history(request.app.state.db, code, limit, before))
 

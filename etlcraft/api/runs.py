@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import OPERATOR, VIEWER
-from etlcraft.api.documents import DocumentRoute
+from etlcraft.api.documents import DocumentRoute, scrubbing
 from etlcraft.core.actor import acting_as
 from etlcraft.services import control, explain
 from etlcraft.services.control import OperationContext, RunRef
@@ -21,6 +21,10 @@ from etlcraft.services.tokens import Principal
 
 router = APIRouter(route_class=DocumentRoute)
 Doc = dict[str, Any]
+#: Ids are 64-bit integers in the Engine DB: a larger number is refused (422) before it reaches the database.
+MAX_ID = 2**63 - 1
+RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="The run's RUN_ID.")]
+AttemptId = Annotated[int, Path(ge=1, le=MAX_ID, description="The attempt's ATTEMPT_ID.")]
 
 
 class CancelBody(BaseModel):
@@ -47,31 +51,31 @@ def _status(request: Request, run_id: int) -> Doc:
 
 
 @router.get("/runs/{run_id}", summary="A run and its tasks (etl-craft status --run-id)")
-def run_detail(request: Request, run_id: int, _p: Principal = VIEWER) -> Doc:
+def run_detail(request: Request, run_id: RunId, _p: Principal = VIEWER) -> Doc:
     return _status(request, run_id)
 
 
 @router.get("/runs/{run_id}/tasks", summary="A run's task runs (etl-craft status --run-id: the same document)")
-def run_tasks(request: Request, run_id: int, _p: Principal = VIEWER) -> Doc:
+def run_tasks(request: Request, run_id: RunId, _p: Principal = VIEWER) -> Doc:
     return _status(request, run_id)
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a run (etl-craft cancel)")
-def cancel(request: Request, run_id: int, body: CancelBody, principal: Principal = OPERATOR) -> Doc:
+def cancel(request: Request, run_id: RunId, body: CancelBody, principal: Principal = OPERATOR) -> Doc:
     code = pipeline_of_run(request.app.state.db, run_id)
     done = control.cancel(_context(request, principal), control.CancelRequest(code, body.reason, RunRef(run_id)))
     return control.to_json(done)
 
 
 @router.get("/runs/{run_id}/tasks/{task_code}/explain", summary="Why a task is in its state (etl-craft explain)")
-def explain_task(request: Request, run_id: int, task_code: str, _p: Principal = VIEWER) -> Doc:
+def explain_task(request: Request, run_id: RunId, task_code: str, _p: Principal = VIEWER) -> Doc:
     db = request.app.state.db
     found = explain.ExplainRequest(pipeline_of_run(db, run_id), task_code, RunRef(run_id))
     return explain.to_json(explain.explain_task(db, found))
 
 
 @router.post("/runs/{run_id}/tasks/{task_code}/mark", summary="Mark a task's outcome (etl-craft mark --task-code)")
-def mark(request: Request, run_id: int, task_code: str, body: MarkBody, principal: Principal = OPERATOR) -> Doc:
+def mark(request: Request, run_id: RunId, task_code: str, body: MarkBody, principal: Principal = OPERATOR) -> Doc:
     code = pipeline_of_run(request.app.state.db, run_id)
     wanted = control.MarkRequest(code, body.status, body.reason, task_code, body.rows_written, RunRef(run_id))
     return control.to_json(control.mark(_context(request, principal), wanted))
@@ -79,7 +83,7 @@ def mark(request: Request, run_id: int, task_code: str, body: MarkBody, principa
 
 @router.post("/runs/{run_id}/tasks/{task_code}/rerun", summary="Queue a failed or cancelled task again for the "
              "server, which then runs what becomes ready downstream (etl-craft run --rerun T --init-only)")
-def rerun(request: Request, run_id: int, task_code: str, body: RerunBody, principal: Principal = OPERATOR) -> Doc:
+def rerun(request: Request, run_id: RunId, task_code: str, body: RerunBody, principal: Principal = OPERATOR) -> Doc:
     db = request.app.state.db
     wanted = RunRequest(pipeline_of_run(db, run_id), None, run_id, None, body.reason,
                         TaskRequest(task_code, rerun=True))
@@ -88,14 +92,14 @@ def rerun(request: Request, run_id: int, task_code: str, body: RerunBody, princi
 
 
 @router.get("/attempts/{attempt_id}", summary="An attempt and its log (etl-craft logs --attempt-id)")
-def attempt(request: Request, attempt_id: int, _p: Principal = VIEWER) -> Doc:
+def attempt(request: Request, attempt_id: AttemptId, _p: Principal = VIEWER) -> Doc:
     return attempt_log_json(attempt_log(request.app.state.db, attempt_id))
 
 
 @router.get("/attempts/{attempt_id}/log", response_class=StreamingResponse,
             summary="An attempt's log from a byte offset, streamed as it is now (also while the attempt runs)")
-def attempt_log_text(request: Request, attempt_id: int, offset: int = Query(0, ge=0),
+def attempt_log_text(request: Request, attempt_id: AttemptId, offset: int = Query(0, ge=0, le=MAX_ID),
                      _p: Principal = VIEWER) -> StreamingResponse:
     size, chunks = log_chunks(request.app.state.db, attempt_id, offset)
-    return StreamingResponse(chunks, media_type="text/plain; charset=utf-8",
+    return StreamingResponse(scrubbing(request).lines(chunks), media_type="text/plain; charset=utf-8",
                              headers={"X-Etl-Craft-Log-Size": str(size)})

@@ -34,6 +34,8 @@ from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.services.values import as_time, document, plain
 
 PREFIX = "ect_"
+#: What a token name may be (the CHECK token_name_is_a_name of CFG_API_TOKENS says the same).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
 _DURATION = re.compile(r"^(\d{1,5})([dhm])$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
 
@@ -107,12 +109,21 @@ def parse_expiry(text: str | None, now: datetime) -> datetime | None:
     return now + timedelta(**{_UNITS[found.group(2)]: int(found.group(1))})
 
 
-def create(db: EngineDB, actor: Actor, name: str, role: str, expires: str | None = None) -> CreatedToken:
-    """Make a token for `name` with `role`, store its SHA-256, and return it with its row."""
+def check_token_name(name: str) -> None:
+    """Refuse a name the Engine DB would refuse, before it is sent."""
     try:
         check_actor_name(name, source=f"the token name {name[:40]!r}")
     except ConfigurationError as exc:
         raise UsageError(str(exc)) from None
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise UsageError(f"the token name {name[:40]!r} is not a name etl-craft accepts: expected a letter or digit "
+                         "first, then up to 127 letters, digits or _ . : @ -; choose a name such as ci or "
+                         "deploy@host")
+
+
+def create(db: EngineDB, actor: Actor, name: str, role: str, expires: str | None = None) -> CreatedToken:
+    """Make a token for `name` with `role`, store its SHA-256, and return it with its row."""
+    check_token_name(name)
     checked = parse_role(role)
     expires_at = parse_expiry(expires, db.clock.now())
     token = PREFIX + secrets.token_urlsafe(32)
