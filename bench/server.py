@@ -7,7 +7,9 @@ pipelines daily at the next minute boundary that leaves time to start, and the s
 it with --slots S: at the tick every pipeline's run is created, admitted and driven, once.
 
 Prints, measured in this run:
-  - tick to run created, to run admitted, and to its first attempt started: p50, p99 (seconds);
+  - tick to run created, to run admitted, and to its first attempt started: p50, p99 (seconds), read from the
+    Engine DB (the time each run's transaction started), and tick to the server's log line for each created run
+    (written after its transaction committed);
   - dependency met (the last upstream task run ended) to successor attempt started: p50, p99, over the tick's
     runs (slots mostly full) and over the idle server's chain (slots free);
   - tasks per second, from the tick to the last task's end;
@@ -26,7 +28,9 @@ Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to cr
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -160,6 +164,7 @@ def _bench(project: Path, url: str, options: argparse.Namespace) -> int:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=120)
         figures, wall = _figures(conn, key, tick)
+        figures["tick to run created, logged after commit"] = _logged(project / "server.log", key, tick)
         free = _successors(conn, "bench:chain")
     tasks = options.pipelines * len(TASKS)
     if done < options.pipelines:
@@ -197,6 +202,20 @@ def _figures(conn: psycopg.Connection, key: str, tick: datetime) -> tuple[dict[s
              "tick to first attempt started": [float(r[1]) for r in runs],
              "dependency met to successor started": _successors(conn, key)},
             max(float(r[2]) for r in runs))
+
+
+def _logged(log: Path, key: str, tick: datetime) -> list[float]:
+    """Seconds from the tick to the server's log line for each run of the tick, written once the call that
+    created it had committed: QUEUED_AT and START_DATE are the time its transaction started."""
+    found = []
+    for line in log.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if re.search(rf"created run \d+ \({re.escape(key)},", str(entry.get("message", ""))):
+            found.append((datetime.fromisoformat(entry["at"]) - tick).total_seconds())
+    return found
 
 
 def _successors(conn: psycopg.Connection, key: str) -> list[float]:
