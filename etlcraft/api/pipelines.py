@@ -89,7 +89,7 @@ def pipeline_runs(request: Request, code: str, limit: int = Query(20, ge=1, le=1
 def trigger(request: Request, code: str, body: TriggerBody, principal: Principal = OPERATOR) -> Doc:
     run = RunRequest(code, body.run_key, None, body.run_date, body.reason)
     with acting_as(principal.actor):
-        return init_json(init_run(request.app.state.db, request.app.state.config, run))
+        return init_json(init_run(request.app.state.db, request.app.state.config, run), code)
 
 
 @router.post("/pipelines/{code}/backfills", summary="Queue one BACKFILL run per date for the server "

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etlcraft.cli.remote import Remote
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
 from etlcraft.core.errors import EngineDbError
@@ -18,12 +20,15 @@ class CliContext:
     project_dir: Path
     engine_url: str | None
     engine_schema: str | None
+    remote: Remote | None = None  # --server URL: the command asks the HTTP API, never the Engine DB
     _db: EngineDB | None = field(default=None, repr=False)
     _config: ProjectConfig | None = field(default=None, repr=False)
 
     @classmethod
-    def create(cls, project: str, engine_url: str | None, engine_schema: str | None) -> CliContext:
-        return cls(Path(project).absolute(), engine_url, engine_schema)
+    def create(cls, project: str, engine_url: str | None, engine_schema: str | None,
+               server: str | None = None) -> CliContext:
+        remote = Remote.create(server, os.environ.get("ETL_CRAFT_TOKEN")) if server else None
+        return cls(Path(project).absolute(), engine_url, engine_schema, remote)
 
     @property
     def has_project(self) -> bool:

@@ -630,14 +630,14 @@ def skip_json(outcome: RunOutcome, task_code: str) -> dict[str, Any]:
             "message": outcome.message}
 
 
-def init_json(run_id: int) -> dict[str, Any]:
+def init_json(run_id: int, pipeline_code: str) -> dict[str, Any]:
     """`etl-craft run --init-only`: etl-craft/run-init/1."""
-    return {"schema": "etl-craft/run-init/1", "pipeline_run_id": run_id}
+    return {"schema": "etl-craft/run-init/1", "pipeline_run_id": run_id, "pipeline_code": pipeline_code}
 
 
 def attempt_log_json(found: AttemptLog) -> dict[str, Any]:
     """`etl-craft logs --attempt-id N`: etl-craft/attempt-log/1, the attempt's row and its log."""
-    return {"schema": "etl-craft/attempt-log/1", "attempt": found.row, "log": found.text}
+    return {"schema": "etl-craft/attempt-log/1", "attempt": found.row, "log": found.text, "note": found.note}
 
 
 def backfill_json(done: BackfillOutcome) -> dict[str, Any]:

@@ -104,7 +104,8 @@ def pipeline_of_run(db: EngineDB, run_id: int) -> str:
 
 def status_json(view: RunStatus) -> dict[str, Any]:
     """`etl-craft status`: etl-craft/run-status/1."""
-    return {"schema": "etl-craft/run-status/1", "run": view.run, "tasks": [t.__dict__ for t in view.tasks]}
+    return {"schema": "etl-craft/run-status/1", "run": view.run, "tasks": [t.__dict__ for t in view.tasks],
+            "pipeline_gate_wait": view.pipeline_gate_wait}
 
 
 def history_json(pipeline_code: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
