@@ -121,11 +121,13 @@ def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema:
         server: str | None) -> None:
     """etl-craft runs a team's ETL from metadata; its Engine DB holds the state machine."""
     from etlcraft.cli.context import CliContext
-    from etlcraft.cli.remote import COMMANDS as REMOTE_COMMANDS
-    from etlcraft.cli.remote import refuse
 
-    if server and ctx.invoked_subcommand not in REMOTE_COMMANDS:
-        raise refuse(str(ctx.invoked_subcommand))
+    if server:
+        from etlcraft.cli.remote import COMMANDS as REMOTE_COMMANDS
+        from etlcraft.cli.remote import refuse
+
+        if ctx.invoked_subcommand not in REMOTE_COMMANDS:
+            raise refuse(str(ctx.invoked_subcommand))
     if server and engine_url:
         raise UsageError("--server and --engine-url both say where to work; give one of them (--server asks the "
                          "HTTP API, --engine-url opens the Engine DB)")

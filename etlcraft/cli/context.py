@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from etlcraft.cli.remote import Remote
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
 from etlcraft.core.errors import EngineDbError
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 from etlcraft.engine.sqlite_file import create_folder, open_problem
 from etlcraft.engine.timeouts import engine_timeouts
+
+if TYPE_CHECKING:
+    from etlcraft.cli.remote import Remote
 
 
 @dataclass
@@ -27,7 +30,11 @@ class CliContext:
     @classmethod
     def create(cls, project: str, engine_url: str | None, engine_schema: str | None,
                server: str | None = None) -> CliContext:
-        remote = Remote.create(server, os.environ.get("ETL_CRAFT_TOKEN")) if server else None
+        remote = None
+        if server:
+            from etlcraft.cli.remote import Remote
+
+            remote = Remote.create(server, os.environ.get("ETL_CRAFT_TOKEN"))
         return cls(Path(project).absolute(), engine_url, engine_schema, remote)
 
     @property

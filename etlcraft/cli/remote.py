@@ -16,6 +16,7 @@ from etlcraft.core.errors import (
     UsageError,
     error_classes,
 )
+from etlcraft.services.runs import not_a_run_of
 
 if TYPE_CHECKING:
     import httpx
@@ -108,8 +109,11 @@ def run_id_of(remote: Remote, pipeline_code: str, run_id: int | None, run_key: s
         raise UsageError(f"with --server, {what} names the run by --run-id N, as the HTTP API does (not by --run-key "
                          f"or by the pipeline's one active run); etl-craft --server URL history --pipeline-code "
                          f"{pipeline_code} lists its runs")
-    found = remote.get(f"/runs/{run_id}")["run"]["pipeline_code"]
+    remote.get(f"/pipelines/{segment(pipeline_code)}/runs", limit=1)  # no such pipeline: refused as locally
+    try:
+        found: str | None = remote.get(f"/runs/{run_id}")["run"]["pipeline_code"]
+    except NotFoundError:
+        found = None
     if found != pipeline_code:
-        raise NotFoundError(f"run {run_id} is a run of pipeline {found}, expected a run of pipeline {pipeline_code}; "
-                            f"etl-craft history --pipeline-code {pipeline_code} lists its runs")
+        raise not_a_run_of(pipeline_code, run_id, found)
     return run_id

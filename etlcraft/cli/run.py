@@ -80,6 +80,9 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     """
     _check_options(task_code, rerun, with_downstream, ignore_dependencies, force, init_only, finalize_only, run_id,
                    run_key)
+    if backfill is not None and (task_code or rerun or finalize_only or run_id is not None or run_key is not None):
+        raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task-code, "
+                         "--rerun, --finalize-only, --run-id or --run-key")
     if ctx.remote:
         if not init_only or skip is not None:
             raise UsageError("with --server, etl-craft run only starts work for the server: give --init-only (a run, "
@@ -96,9 +99,6 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     request = RunRequest(pipeline_code, run_key, run_id, run_date.date() if run_date else None, reason, task)
     quiet = output_format == "json"
     if backfill is not None:
-        if task or finalize_only or run_id is not None or run_key is not None:
-            raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task-code, "
-                             "--rerun, --finalize-only, --run-id or --run-key")
         first, last = _date_range(backfill)
         if init_only:
             with acting_as(actor):

@@ -118,7 +118,10 @@ def test_writes__remote_text_equals_local_text(live: Live, nowhere: Path) -> Non
 def test_refusals__same_message_and_exit_code_as_local(live: Live, nowhere: Path) -> None:
     cases = [("show", "--pipeline-code", "nope"),  # NOT_FOUND
              ("cancel", "--pipeline-code", "flow", "--run-id", "1", "--reason", "late"),  # STALE_TRANSITION: ended
-             ("history", "--pipeline-code", "nope")]
+             ("history", "--pipeline-code", "nope"),
+             ("status", "--pipeline-code", "flow", "--run-id", "999"),  # NOT_FOUND: no such run
+             ("explain", "--pipeline-code", "flow", "--run-id", "999", "--task-code", "load"),
+             ("cancel", "--pipeline-code", "nope", "--run-id", "1", "--reason", "late")]  # the pipeline first
     for args in cases:
         local, far = etl_craft(*args, cwd=live.project), remote(live, nowhere, *args)
         assert local.code != 0 and (far.code, far.err) == (local.code, local.err), (args, local.err, far.err)
