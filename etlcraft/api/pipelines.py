@@ -35,7 +35,8 @@ class TriggerBody(BaseModel):
 class BackfillBody(BaseModel):
     first: date = Field(description="The first date.")
     last: date = Field(description="The last date (at most 366 dates in all).")
-    reason: str = Field(min_length=1, description="Why (recorded on every run).")
+    reason: str | None = Field(None, description="Why (recorded on every run); required, as the service checks, so "
+                               "a missing reason is refused with the message etl-craft run --backfill gives.")
 
 
 class ReasonBody(BaseModel):

@@ -121,7 +121,8 @@ def test_refusals__same_message_and_exit_code_as_local(live: Live, nowhere: Path
              ("history", "--pipeline-code", "nope"),
              ("status", "--pipeline-code", "flow", "--run-id", "999"),  # NOT_FOUND: no such run
              ("explain", "--pipeline-code", "flow", "--run-id", "999", "--task-code", "load"),
-             ("cancel", "--pipeline-code", "nope", "--run-id", "1", "--reason", "late")]  # the pipeline first
+             ("cancel", "--pipeline-code", "nope", "--run-id", "1", "--reason", "late"),  # the pipeline first
+             ("run", "--pipeline-code", "flow", "--backfill", "2026-02-01:2026-02-02", "--init-only")]  # no reason
     for args in cases:
         local, far = etl_craft(*args, cwd=live.project), remote(live, nowhere, *args)
         assert local.code != 0 and (far.code, far.err) == (local.code, local.err), (args, local.err, far.err)
