@@ -115,7 +115,7 @@ class LazyGroup(click.Group):
 @click.option("--server", envvar="ETL_CRAFT_SERVER", metavar="URL",
               help="Ask the HTTP API of etl-craft server at URL (http://host:8730) instead of the Engine DB, with the "
                    "token in ETL_CRAFT_TOKEN; for list, show, status, history, logs, explain, audit, mark, cancel, "
-                   "pause, resume and run --init-only.")
+                   "pause, resume, run --init-only and token.")
 @click.pass_context
 def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema: str | None,
         server: str | None) -> None:

@@ -172,3 +172,22 @@ def test_commands_that_need_the_engine_db__refuse_server(live: Live, nowhere: Pa
     other = remote(live, nowhere, "mark", "--pipeline-code", "flow", "--status", "SUCCESS", "--reason", "r",
                    "--run-id", "1")
     assert other.code == _exit("USAGE") and "--task-code" in other.err, other.err
+
+
+def test_token_commands__remote_equal_local__admin_only(live: Live, nowhere: Path) -> None:
+    far_list = remote_json(live, nowhere, "token", "list", token="admin")  # notes the admin token's use first
+    assert far_list == live.cli("token", "list")
+    far_text = remote(live, nowhere, "token", "list", token="admin")
+    assert (far_text.code, far_text.out) == (0, etl_craft("token", "list", cwd=live.project).out)
+
+    made = remote_json(live, nowhere, "token", "create", "--name", "ci-remote", "--role", "VIEWER", token="admin")
+    local = live.cli("token", "create", "--name", "ci-local", "--role", "viewer")
+    own = {"token", "token_id", "name", "created_at", "created_by"}
+    assert _normal(made, own) == _normal(local, own) and made["created_by"] == "admin"
+    assert live.call("GET", "/api/v1/pipelines", made["token"]).status_code == 200
+    revoked = remote_json(live, nowhere, "token", "revoke", "--name", "ci-remote", token="admin")
+    assert _normal(revoked, own | {"revoked_at", "revoked_by", "last_used_at"}) == _normal(
+        live.cli("token", "revoke", "--name", "ci-local"), own | {"revoked_at", "revoked_by", "last_used_at"})
+    assert revoked["revoked_by"] == "admin"
+    low = remote(live, nowhere, "token", "list", token="operator")
+    assert low.code == _exit("FORBIDDEN"), low.err
