@@ -296,8 +296,25 @@ def configuration_page() -> str:
     for key in config_keys.keys_of("Orchestration"):
         if not config_keys.planned_for(key):
             lines.append(f"  {key.name}: {'Europe/Paris' if key.type is config_keys.KeyType.TIMEZONE else key.default}")
-    lines += ["```", ""]
+    lines += ["```", "", *environment_lines()]
     return "\n".join(lines)
+
+
+def environment_lines() -> list[str]:
+    """The environment variables every command reads: the global options' (from the command line's own
+    definition) and the two read without an option."""
+    lines = ["## Environment variables", "",
+             "Each global option has a variable; the option wins when both are given. Global options go before the",
+             "command name (`etl-craft --server URL status ...`).", "",
+             "| Variable | Option | Meaning |", "| --- | --- | --- |"]
+    for option in cli.params:
+        if isinstance(option, click.Option) and isinstance(option.envvar, str):
+            lines.append(f"| `{option.envvar}` | `{option.opts[0]}` | {' '.join((option.help or '').split())} |")
+    lines += ["| `ETL_CRAFT_TOKEN` | | The HTTP API token `--server` sends (`Authorization: Bearer ...`), from "
+              "`etl-craft token create`; its name is the actor of what the commands change. |",
+              "| `ETL_CRAFT_ACTOR` | | Who acts, recorded on every change a command makes on the Engine DB (else "
+              "`user@host`; [Actors](actors.md)). |", ""]
+    return lines
 
 
 def task_parameters_page() -> str:

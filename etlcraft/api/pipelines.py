@@ -36,7 +36,8 @@ class TriggerBody(BaseModel):
 class BackfillBody(BaseModel):
     first: date = Field(description="The first date.")
     last: date = Field(description="The last date (at most 366 dates in all).")
-    reason: str = Field(min_length=1, description="Why (recorded on every run).")
+    reason: str | None = Field(None, description="Why (recorded on every run); required, as the service checks, so "
+                               "a missing reason is refused with the message etl-craft run --backfill gives.")
 
 
 class ReasonBody(BaseModel):
@@ -91,7 +92,7 @@ def pipeline_runs(request: Request, code: str, limit: int = Query(20, ge=1, le=1
 def trigger(request: Request, code: str, body: TriggerBody, principal: Principal = OPERATOR) -> Doc:
     run = RunRequest(code, body.run_key, None, body.run_date, body.reason)
     with acting_as(principal.actor):
-        return init_json(init_run(request.app.state.db, request.app.state.config, run))
+        return init_json(init_run(request.app.state.db, request.app.state.config, run), code)
 
 
 @router.post("/pipelines/{code}/backfills", summary="Queue one BACKFILL run per date for the server "

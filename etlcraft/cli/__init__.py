@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from etlcraft import __version__
-from etlcraft.core.errors import EtlCraftError
+from etlcraft.core.errors import EtlCraftError, UsageError
 
 # Each command's module, imported only when the command runs (or help lists it): a command then loads only what it
 # uses, and `etl-craft status` does not pay for the SQL handler, sqlglot or DuckDB.
@@ -112,12 +112,26 @@ class LazyGroup(click.Group):
               help="Use this Engine DB instead of the project's Engine section (postgresql://... or sqlite:///...).")
 @click.option("--engine-schema", envvar="ETL_CRAFT_ENGINE_SCHEMA", default=None,
               help="PostgreSQL schema of the Engine DB with --engine-url [default: etl_craft].")
+@click.option("--server", envvar="ETL_CRAFT_SERVER", metavar="URL",
+              help="Ask the HTTP API of etl-craft server at URL (http://host:8730) instead of the Engine DB, with the "
+                   "token in ETL_CRAFT_TOKEN; for list, show, status, history, logs, explain, audit, mark, cancel, "
+                   "pause, resume, run --init-only and token.")
 @click.pass_context
-def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema: str | None) -> None:
+def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema: str | None,
+        server: str | None) -> None:
     """etl-craft runs a team's ETL from metadata; its Engine DB holds the state machine."""
     from etlcraft.cli.context import CliContext
 
-    ctx.obj = CliContext.create(project, engine_url, engine_schema)
+    if server:
+        from etlcraft.cli.remote import COMMANDS as REMOTE_COMMANDS
+        from etlcraft.cli.remote import refuse
+
+        if ctx.invoked_subcommand not in REMOTE_COMMANDS:
+            raise refuse(str(ctx.invoked_subcommand))
+    if server and engine_url:
+        raise UsageError("--server and --engine-url both say where to work; give one of them (--server asks the "
+                         "HTTP API, --engine-url opens the Engine DB)")
+    ctx.obj = CliContext.create(project, engine_url, engine_schema, server)
     ctx.call_on_close(ctx.obj.close)
 
 

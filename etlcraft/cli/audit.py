@@ -7,7 +7,7 @@ from datetime import datetime
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import emit, format_option
+from etlcraft.cli.output import emit_document, format_option
 from etlcraft.services import audit as service
 
 
@@ -21,5 +21,9 @@ from etlcraft.services import audit as service
 def command(ctx: CliContext, pipeline_code: str | None, since: datetime | None, output_format: str) -> None:
     """List the recorded requests (AUD_ACTIONS: command, actor, pipeline, run and arguments) and the metadata
     changes (AUD_METADATA_CHANGES: operation, table, row, actor and migration), newest first. Changes nothing."""
-    log = service.audit(ctx.existing_engine_db(), service.AuditRequest(pipeline_code, since.date() if since else None))
-    emit(output_format, service.to_json(log), lambda: service.render(log))
+    day = since.date() if since else None
+    if ctx.remote:
+        doc = ctx.remote.get("/audit", pipeline_code=pipeline_code, since=day.isoformat() if day else None)
+    else:
+        doc = service.to_json(service.audit(ctx.existing_engine_db(), service.AuditRequest(pipeline_code, day)))
+    emit_document(output_format, doc, service.render)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
@@ -12,18 +14,28 @@ from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 from etlcraft.engine.sqlite_file import create_folder, open_problem
 from etlcraft.engine.timeouts import engine_timeouts
 
+if TYPE_CHECKING:
+    from etlcraft.cli.remote import Remote
+
 
 @dataclass
 class CliContext:
     project_dir: Path
     engine_url: str | None
     engine_schema: str | None
+    remote: Remote | None = None  # --server URL: the command asks the HTTP API, never the Engine DB
     _db: EngineDB | None = field(default=None, repr=False)
     _config: ProjectConfig | None = field(default=None, repr=False)
 
     @classmethod
-    def create(cls, project: str, engine_url: str | None, engine_schema: str | None) -> CliContext:
-        return cls(Path(project).absolute(), engine_url, engine_schema)
+    def create(cls, project: str, engine_url: str | None, engine_schema: str | None,
+               server: str | None = None) -> CliContext:
+        remote = None
+        if server:
+            from etlcraft.cli.remote import Remote
+
+            remote = Remote.create(server, os.environ.get("ETL_CRAFT_TOKEN"))
+        return cls(Path(project).absolute(), engine_url, engine_schema, remote)
 
     @property
     def has_project(self) -> bool:

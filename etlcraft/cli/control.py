@@ -8,9 +8,11 @@ from typing import Any
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import emit, format_option
+from etlcraft.cli.output import emit_document, format_option
+from etlcraft.cli.remote import run_id_of, segment
+from etlcraft.core.errors import UsageError
 from etlcraft.services import control
-from etlcraft.services.control import OperationContext, OperationResult, RunRef
+from etlcraft.services.control import OperationContext, RunRef
 
 _pipeline = click.option("--pipeline-code", "pipeline_code", required=True, metavar="P", help="The pipeline.")
 _run_id = click.option("--run-id", type=int, help="The run, by id.")
@@ -26,8 +28,8 @@ def _context(ctx: CliContext) -> OperationContext:
     return OperationContext(ctx.existing_engine_db(), ctx.actor(), lease)
 
 
-def _emit(output_format: str, result: OperationResult) -> None:
-    emit(output_format, control.to_json(result), lambda: result.message)
+def _emit(output_format: str, doc: dict[str, Any]) -> None:
+    emit_document(output_format, doc, lambda d: str(d["message"]))
 
 
 @click.command("mark")
@@ -46,8 +48,16 @@ def mark(ctx: CliContext, pipeline_code: str, task_code: str | None, status: str
     """Record by hand how a run ended, or with --task-code how a task ended in it (SUCCESS, FAILED or SKIPPED),
     for work done or judged outside etl-craft. Refused while a live process runs the run or the task; attempts
     whose owner died are marked LOST first. Marking a task of an ended run reopens the run."""
+    if ctx.remote:
+        if task_code is None:
+            raise UsageError("with --server, mark records a task's outcome (--task-code T); marking a whole run "
+                             "needs the Engine DB (run etl-craft mark without --server where it is reachable)")
+        run = segment(run_id_of(ctx.remote, pipeline_code, run_id, run_key, "mark"))
+        body = {"status": status.upper(), "reason": reason, "rows_written": rows}
+        _emit(output_format, ctx.remote.post(f"/runs/{run}/tasks/{segment(task_code)}/mark", body))
+        return
     request = control.MarkRequest(pipeline_code, status.upper(), reason, task_code, rows, RunRef(run_id, run_key))
-    _emit(output_format, control.mark(_context(ctx), request))
+    _emit(output_format, control.to_json(control.mark(_context(ctx), request)))
 
 
 @click.command("cancel")
@@ -61,8 +71,12 @@ def cancel(ctx: CliContext, pipeline_code: str, reason: str, run_id: int | None,
            output_format: str) -> None:
     """Cancel a run: its queued attempts are cancelled, its running ones are asked to stop, and the run ends
     CANCELLED once none is live. Attempts whose owner died are marked LOST first."""
+    if ctx.remote:
+        run = segment(run_id_of(ctx.remote, pipeline_code, run_id, run_key, "cancel"))
+        _emit(output_format, ctx.remote.post(f"/runs/{run}/cancel", {"reason": reason}))
+        return
     request = control.CancelRequest(pipeline_code, reason, RunRef(run_id, run_key))
-    _emit(output_format, control.cancel(_context(ctx), request))
+    _emit(output_format, control.to_json(control.cancel(_context(ctx), request)))
 
 
 @click.command("reopen")
@@ -77,7 +91,7 @@ def reopen(ctx: CliContext, pipeline_code: str, reason: str, run_id: int | None,
     """Reopen an ended run, named by --run-id or --run-key, so its tasks can run in it again (a repair); a run
     that had succeeded publishes its next output revision when it ends SUCCESS again."""
     request = control.ReopenRequest(pipeline_code, reason, RunRef(run_id, run_key))
-    _emit(output_format, control.reopen(_context(ctx), request))
+    _emit(output_format, control.to_json(control.reopen(_context(ctx), request)))
 
 
 @click.command("pause")
@@ -88,7 +102,10 @@ def reopen(ctx: CliContext, pipeline_code: str, reason: str, run_id: int | None,
 def pause(ctx: CliContext, pipeline_code: str, reason: str, output_format: str) -> None:
     """Pause a pipeline: no run and no task of it starts until etl-craft resume; runs and tasks already going are
     left to finish."""
-    _emit(output_format, control.pause(_context(ctx), control.PauseRequest(pipeline_code, reason)))
+    if ctx.remote:
+        _emit(output_format, ctx.remote.post(f"/pipelines/{segment(pipeline_code)}/pause", {"reason": reason}))
+        return
+    _emit(output_format, control.to_json(control.pause(_context(ctx), control.PauseRequest(pipeline_code, reason))))
 
 
 @click.command("resume")
@@ -98,7 +115,11 @@ def pause(ctx: CliContext, pipeline_code: str, reason: str, output_format: str) 
 @click.pass_obj
 def resume(ctx: CliContext, pipeline_code: str, reason: str | None, output_format: str) -> None:
     """Resume a paused pipeline: its runs and tasks start again at their next admission."""
-    _emit(output_format, control.resume(_context(ctx), control.ResumeRequest(pipeline_code, reason)))
+    if ctx.remote:
+        _emit(output_format, ctx.remote.post(f"/pipelines/{segment(pipeline_code)}/resume", {"reason": reason}))
+        return
+    request = control.ResumeRequest(pipeline_code, reason)
+    _emit(output_format, control.to_json(control.resume(_context(ctx), request)))
 
 
 COMMANDS = (mark, cancel, reopen, pause, resume)

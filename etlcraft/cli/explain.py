@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import emit, format_option
+from etlcraft.cli.output import emit_document, format_option
+from etlcraft.cli.remote import run_id_of, segment
 from etlcraft.services import explain as service
 from etlcraft.services.control import RunRef
 
@@ -22,6 +23,10 @@ def command(ctx: CliContext, pipeline_code: str, task_code: str, run_id: int | N
     """Explain task T in a run (by --run-id or --run-key; else the pipeline's single run that has not ended): the
     run's status and pause, the task's attempts, its run condition, each dependency and whether it is met, the
     gate decisions, the retry schedule, and one sentence saying what would make it run. Changes nothing."""
-    request = service.ExplainRequest(pipeline_code, task_code, RunRef(run_id, run_key))
-    explanation = service.explain_task(ctx.existing_engine_db(), request)
-    emit(output_format, service.to_json(explanation), lambda: service.render(explanation))
+    if ctx.remote:
+        run = segment(run_id_of(ctx.remote, pipeline_code, run_id, run_key, "explain"))
+        doc = ctx.remote.get(f"/runs/{run}/tasks/{segment(task_code)}/explain")
+    else:
+        request = service.ExplainRequest(pipeline_code, task_code, RunRef(run_id, run_key))
+        doc = service.to_json(service.explain_task(ctx.existing_engine_db(), request))
+    emit_document(output_format, doc, service.render)

@@ -24,3 +24,9 @@ def emit(output_format: str, doc: dict[str, Any], text: Callable[[], str]) -> No
         click.echo(json.dumps(doc, indent=2, sort_keys=False, default=str))
     else:
         click.echo(text())
+
+
+def emit_document(output_format: str, doc: dict[str, Any], render: Callable[[dict[str, Any]], str]) -> None:
+    """Print `doc`, or its text by `render`. The renderer is given the document as JSON carries it (times and dates
+    as text), whether it was built here or received from the HTTP API (--server), so both print the same text."""
+    emit(output_format, doc, lambda: render(json.loads(json.dumps(doc, default=str))))

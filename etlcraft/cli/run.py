@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import emit, format_option
+from etlcraft.cli.output import emit, emit_document, format_option
+from etlcraft.cli.remote import Remote, run_id_of, segment
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import AttemptStatus, RunStatus
 from etlcraft.core.errors import IncompleteError, RunFailedError, UsageError
@@ -78,6 +80,17 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     """
     _check_options(task_code, rerun, with_downstream, ignore_dependencies, force, init_only, finalize_only, run_id,
                    run_key)
+    if backfill is not None and (task_code or rerun or finalize_only or run_id is not None or run_key is not None):
+        raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task-code, "
+                         "--rerun, --finalize-only, --run-id or --run-key")
+    if ctx.remote:
+        if not init_only or skip is not None:
+            raise UsageError("with --server, etl-craft run only starts work for the server: give --init-only (a run, "
+                             "--backfill FROM:TO or --rerun T); running tasks in the foreground, --skip and "
+                             "--finalize-only need the Engine DB (run them without --server where it is reachable)")
+        doc = _remote(ctx.remote, pipeline_code, run_key, run_id, run_date, reason, rerun, backfill)
+        emit_document(output_format, doc, _init_text if doc["schema"] == "etl-craft/run-init/1" else _message)
+        return
     actor = ctx.actor()
     task = None
     if task_code or rerun:
@@ -86,14 +99,11 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     request = RunRequest(pipeline_code, run_key, run_id, run_date.date() if run_date else None, reason, task)
     quiet = output_format == "json"
     if backfill is not None:
-        if task or finalize_only or run_id is not None or run_key is not None:
-            raise UsageError("--backfill creates its own runs, one per date: it cannot be given with --task-code, "
-                             "--rerun, --finalize-only, --run-id or --run-key")
         first, last = _date_range(backfill)
         if init_only:
             with acting_as(actor):
                 queued = queue_backfill(ctx.engine_db(), ctx.config(), request, first, last)
-            emit(output_format, backfill_queued_json(queued), lambda: queued.message)
+            emit_document(output_format, backfill_queued_json(queued), _message)
             return
         with acting_as(actor):
             try:
@@ -119,13 +129,11 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
     with acting_as(actor):
         if init_only and rerun:
             rerun_queued = queue_rerun(ctx.engine_db(), ctx.config(), request)
-            emit(output_format, rerun_queued_json(rerun_queued), lambda: rerun_queued.message)
+            emit_document(output_format, rerun_queued_json(rerun_queued), _message)
             return
         if init_only:
             created = init_run(ctx.engine_db(), ctx.config(), request)
-            emit(output_format, init_json(created),
-                 lambda: f"run {created} of {pipeline_code} is IN-PROGRESS; run its tasks with etl-craft run "
-                         f"--pipeline-code {pipeline_code} --run-id {created} --task-code T")
+            emit_document(output_format, init_json(created, pipeline_code), _init_text)
             return
         try:
             if finalize_only:
@@ -157,6 +165,34 @@ def command(ctx: CliContext, pipeline_code: str, run_key: str | None, run_id: in
                              + (f" (failed: {', '.join(failed)})" if failed else "")
                              + f"; see etl-craft status --pipeline-code {pipeline_code} --run-id "
                              f"{outcome.pipeline_run_id}")
+
+
+def _message(doc: dict[str, Any]) -> str:
+    return str(doc["message"])
+
+
+def _init_text(doc: dict[str, Any]) -> str:
+    run, pipeline = doc["pipeline_run_id"], doc["pipeline_code"]
+    return (f"run {run} of {pipeline} is IN-PROGRESS; run its tasks with etl-craft run --pipeline-code {pipeline} "
+            f"--run-id {run} --task-code T")
+
+
+def _remote(remote: Remote, pipeline_code: str, run_key: str | None, run_id: int | None, run_date: datetime | None,
+            reason: str | None, rerun: str | None, backfill: str | None) -> dict[str, Any]:
+    """The document of the HTTP API request that --init-only makes with --server."""
+    pipeline = segment(pipeline_code)
+    if rerun:
+        run = segment(run_id_of(remote, pipeline_code, run_id, run_key, "run --rerun"))
+        return remote.post(f"/runs/{run}/tasks/{segment(rerun)}/rerun", {"reason": reason})
+    if backfill is not None:
+        first, last = _date_range(backfill)
+        return remote.post(f"/pipelines/{pipeline}/backfills",
+                           {"first": first.isoformat(), "last": last.isoformat(), "reason": reason})
+    if run_id is not None:
+        raise UsageError("with --server, run --init-only creates or finds a run by --run-key; --run-id names a run "
+                         "that exists already (give --run-key, or nothing)")
+    body = {"run_key": run_key, "run_date": run_date.date().isoformat() if run_date else None, "reason": reason}
+    return remote.post(f"/pipelines/{pipeline}/runs", body)
 
 
 def _check_options(task_code: str | None, rerun: str | None, with_downstream: bool, ignore_dependencies: bool,

@@ -1,13 +1,16 @@
-"""etl-craft status, history and logs: what a run did, read from the Engine DB."""
+"""etl-craft status, history and logs: what a run did, read from the Engine DB (or with --server, from the HTTP API)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
 from etlcraft.cli.context import CliContext
-from etlcraft.cli.output import emit, format_option
+from etlcraft.cli.output import emit_document, format_option
+from etlcraft.cli.remote import run_id_of, segment
 from etlcraft.services.runs import attempt_log, attempt_log_json
-from etlcraft.services.status import RunStatus, history_json, run_history, run_status, status_json
+from etlcraft.services.status import history_json, run_history, run_status, status_json
 
 _MARKS = {"SUCCESS": "+", "FAILED": "x", "SKIPPED": "-", "CANCELLED": "/", "IN-PROGRESS": ">", "NOT RUN": "."}
 
@@ -22,29 +25,34 @@ def status(ctx: CliContext, pipeline_code: str, run_id: int | None, run_key: str
            output_format: str) -> None:
     """Show a run: its identity and status, then one line per task (status, attempts, rows written, duration
     and the first line of its error or reason)."""
-    view = run_status(ctx.existing_engine_db(), pipeline_code, run_id, run_key)
-    emit(output_format, status_json(view), lambda: _status_text(view))
+    if ctx.remote:
+        doc = ctx.remote.get(f"/runs/{segment(run_id_of(ctx.remote, pipeline_code, run_id, run_key, 'status'))}")
+    else:
+        doc = status_json(run_status(ctx.existing_engine_db(), pipeline_code, run_id, run_key))
+    emit_document(output_format, doc, status_text)
 
 
-def _status_text(view: RunStatus) -> str:
-    run = view.run
+def status_text(doc: dict[str, Any]) -> str:
+    """etl-craft/run-status/1 as text."""
+    run, tasks = doc["run"], doc["tasks"]
     lines = [f"run {run['pipeline_run_id']} of {run['pipeline_code']} ({run['run_key']}, {run['trigger_kind']}, "
              f"run date {run['run_date']}): {run['status']}",
              f"  started {run['start_date']} by {run['started_by']}"
              + (f", ended {run['end_date']} by {run['ended_by']}" if run["end_date"] else "")
              + (f"; SLA {run['sla_status']}" if run.get("sla_status") else ""),
-             *([f"  pipeline gate: {view.pipeline_gate_wait}"] if view.pipeline_gate_wait else []),
-             f"  tasks: {''.join(_MARKS.get(t.status, '?') for t in view.tasks)}   "
+             *([f"  pipeline gate: {doc['pipeline_gate_wait']}"] if doc["pipeline_gate_wait"] else []),
+             f"  tasks: {''.join(_MARKS.get(t['status'], '?') for t in tasks)}   "
              "(+ success, x failed, - skipped, / cancelled, > running, . not run)"]
-    for task in view.tasks:
-        detail = f"{task.attempts} attempt(s)"
-        if task.rows_written is not None:
-            detail += f", {task.rows_written} rows written"
-        if task.seconds is not None:
-            detail += f", {task.seconds:.1f}s"
-        if task.attempt_id:
-            detail += f", attempt {task.attempt_id}"
-        lines.append(f"  {task.task_code:<24} {task.status:<12} {detail}" + (f"  {task.note}" if task.note else ""))
+    for task in tasks:
+        detail = f"{task['attempts']} attempt(s)"
+        if task["rows_written"] is not None:
+            detail += f", {task['rows_written']} rows written"
+        if task["seconds"] is not None:
+            detail += f", {task['seconds']:.1f}s"
+        if task["attempt_id"]:
+            detail += f", attempt {task['attempt_id']}"
+        lines.append(f"  {task['task_code']:<24} {task['status']:<12} {detail}"
+                     + (f"  {task['note']}" if task["note"] else ""))
     return "\n".join(lines)
 
 
@@ -57,16 +65,20 @@ def _status_text(view: RunStatus) -> str:
 @click.pass_obj
 def history(ctx: CliContext, pipeline_code: str, limit: int, before: int | None, output_format: str) -> None:
     """List the pipeline's runs, newest first, with their ids, keys, statuses and who started and ended them."""
-    runs = run_history(ctx.existing_engine_db(), pipeline_code, limit, before)
+    if ctx.remote:
+        doc = ctx.remote.get(f"/pipelines/{segment(pipeline_code)}/runs", limit=limit, before=before)
+    else:
+        doc = history_json(pipeline_code, run_history(ctx.existing_engine_db(), pipeline_code, limit, before))
+    emit_document(output_format, doc, history_text)
 
-    def text() -> str:
-        lines = [f"{'RUN':>6}  {'STATUS':<12} {'RUN DATE':<10}  {'KEY':<44} STARTED BY"]
-        for r in runs:
-            lines.append(f"{r['pipeline_run_id']:>6}  {r['status']:<12} {r['run_date']!s:<10}  {r['run_key']:<44} "
-                         f"{r['started_by']}" + (f"  ({r['failed_tasks']} failed)" if r["failed_tasks"] else ""))
-        return "\n".join(lines)
 
-    emit(output_format, history_json(pipeline_code, runs), text)
+def history_text(doc: dict[str, Any]) -> str:
+    """etl-craft/run-history/1 as text."""
+    lines = [f"{'RUN':>6}  {'STATUS':<12} {'RUN DATE':<10}  {'KEY':<44} STARTED BY"]
+    for r in doc["runs"]:
+        lines.append(f"{r['pipeline_run_id']:>6}  {r['status']:<12} {r['run_date']!s:<10}  {r['run_key']:<44} "
+                     f"{r['started_by']}" + (f"  ({r['failed_tasks']} failed)" if r["failed_tasks"] else ""))
+    return "\n".join(lines)
 
 
 @click.command("logs")
@@ -76,8 +88,10 @@ def history(ctx: CliContext, pipeline_code: str, limit: int, before: int | None,
 def logs(ctx: CliContext, attempt_id: int, output_format: str) -> None:
     """Print what an attempt's task process printed (its log file, or the tail kept in the Engine DB). Log files
     are kept under .etl-craft/logs/<Engine DB identity>/, so two Engine DBs of one project never share one."""
-    found = attempt_log(ctx.existing_engine_db(), attempt_id)
-    if found.note:
-        click.echo(f"note: {found.note}", err=True)
-    emit(output_format, attempt_log_json(found),
-         lambda: found.text.rstrip("\n"))
+    if ctx.remote:
+        doc = ctx.remote.get(f"/attempts/{segment(attempt_id)}")
+    else:
+        doc = attempt_log_json(attempt_log(ctx.existing_engine_db(), attempt_id))
+    if doc["note"]:
+        click.echo(f"note: {doc['note']}", err=True)
+    emit_document(output_format, doc, lambda d: str(d["log"]).rstrip("\n"))

@@ -130,6 +130,13 @@ class ForbiddenError(TokenError):
     kind = "FORBIDDEN"
 
 
+class ServerUnreachableError(EtlCraftError):
+    """The etl-craft HTTP API named by --server could not be reached, or answered with something that is not one of
+    its documents; nothing was asked of the Engine DB (etlcraft.cli.remote)."""
+
+    kind = "SERVER_UNREACHABLE"
+
+
 class EngineRuleError(EtlCraftError):
     """A change the Engine DB refused by one of its own rules (an error with an ECnnn code)."""
 

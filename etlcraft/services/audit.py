@@ -111,13 +111,15 @@ def to_json(log: AuditLog) -> dict[str, Any]:
     return {"schema": SCHEMA, **body}
 
 
-def render(log: AuditLog) -> str:
-    """One line per entry: time, kind, actor (and kind), what, pipeline and run, detail."""
-    scope = f"pipeline {log.pipeline_code}" if log.pipeline_code else "all pipelines"
-    since = f" since {log.since.isoformat()}" if log.since else ""
-    lines = [f"audit of {scope}{since}: {len(log.entries)} entr{'y' if len(log.entries) == 1 else 'ies'}"]
-    for e in log.entries:
-        where = (f" [{e.pipeline_code}" + (f" run {e.run_id}" if e.run_id else "") + "]") if e.pipeline_code else ""
-        lines.append(f"{e.at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC  {e.kind:<8}  {e.actor} ({e.actor_kind})  {e.what}"
-                     f"{where}" + (f"  {e.detail}" if e.detail else ""))
+def render(doc: dict[str, Any]) -> str:
+    """etl-craft/audit/1 as text, one line per entry: time, kind, actor (and kind), what, pipeline and run, detail."""
+    entries = doc["entries"]
+    scope = f"pipeline {doc['pipeline_code']}" if doc["pipeline_code"] else "all pipelines"
+    since = f" since {doc['since']}" if doc["since"] else ""
+    lines = [f"audit of {scope}{since}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"]
+    for e in entries:
+        where = (f" [{e['pipeline_code']}" + (f" run {e['run_id']}" if e["run_id"] else "") + "]") \
+            if e["pipeline_code"] else ""
+        lines.append(f"{required_time(e['at']):%Y-%m-%d %H:%M:%S} UTC  {e['kind']:<8}  {e['actor']} "
+                     f"({e['actor_kind']})  {e['what']}{where}" + (f"  {e['detail']}" if e["detail"] else ""))
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from etlcraft.engine.actions import masked
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call_in
 from etlcraft.engine.queries import fetch_all, fetch_one
-from etlcraft.services.runs import Pipeline, find_pipeline, reconcile
+from etlcraft.services.runs import Pipeline, find_pipeline, not_a_run_of, reconcile
 from etlcraft.services.values import as_date, as_time, document
 
 SCHEMA = "etl-craft/operation/1"
@@ -280,8 +280,7 @@ def resolve_run(db: EngineDB, pipeline: Pipeline, ref: RunRef, operation: str) -
         if ref.run_id is not None:
             row = fetch_one(db, conn, "control_run", run_id=ref.run_id)
             if row is None or int(row["pipeline_id"]) != pipeline.pipeline_id:
-                found = "does not exist" if row is None else f"is a run of pipeline {row['pipeline_code']}"
-                raise NotFoundError(f"run {ref.run_id} {found}, expected a run of pipeline {pipeline.code}; {history}")
+                raise not_a_run_of(pipeline.code, ref.run_id, row["pipeline_code"] if row else None)
             return ref.run_id
         if ref.run_key is not None:
             keyed = fetch_one(db, conn, "control_run_by_key", pipeline_id=pipeline.pipeline_id, run_key=ref.run_key)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -314,52 +314,59 @@ def _dependency_verdict(snap: Snapshot, deps: tuple[Dependency, ...]) -> str:
 
 # --- text and JSON -------------------------------------------------------------------------------------------------
 
-def _at(value: datetime | None) -> str:
-    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _at(value: datetime | str | None) -> str:
+    """A time as text for people; given a datetime, or the ISO text a document carries."""
+    moment = as_time(value)
+    return "-" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0][:200] if (text or "").strip() else ""
 
 
-def render(ex: Explanation) -> str:
-    """The explanation as text for people, one fact per line, the verdict last."""
-    lines = [f"task {ex.task_code} of pipeline {ex.pipeline_code} in run {ex.run_id} (key {ex.run_key}, run date "
-             f"{ex.run_date.isoformat()})",
-             f"run: {ex.run_status}",
-             "pause: none" if ex.pause is None else
-             f"pause: paused since {_at(ex.pause.paused_at)} by {ex.pause.paused_by}"
-             + (f": {ex.pause.reason}" if ex.pause.reason else ""),
-             f"task: {ex.task_status}, {len(ex.attempts)} attempt(s)"
-             + (f": {_first_line(ex.task_message)}" if _first_line(ex.task_message) else "")]
-    for a in ex.attempts:
-        error = _first_line(a.error)
-        lines.append(f"  attempt {a.id} (try {a.number}): {a.status}, queued {_at(a.queued_at)}, "
-                     f"started {_at(a.started_at)}, "
-                     f"ended {_at(a.ended_at)}" + (f", not before {_at(a.not_before)}" if a.not_before else "")
+def render(doc: dict[str, Any]) -> str:
+    """etl-craft/explanation/1 as text for people, one fact per line, the verdict last."""
+    pause, message = doc["pause"], _first_line(doc["task_message"])
+    lines = [f"task {doc['task_code']} of pipeline {doc['pipeline_code']} in run {doc['run_id']} (key "
+             f"{doc['run_key']}, run date {doc['run_date']})",
+             f"run: {doc['run_status']}",
+             "pause: none" if pause is None else
+             f"pause: paused since {_at(pause['paused_at'])} by {pause['paused_by']}"
+             + (f": {pause['reason']}" if pause["reason"] else ""),
+             f"task: {doc['task_status']}, {len(doc['attempts'])} attempt(s)" + (f": {message}" if message else "")]
+    for a in doc["attempts"]:
+        error = _first_line(a["error"])
+        lines.append(f"  attempt {a['id']} (try {a['number']}): {a['status']}, queued {_at(a['queued_at'])}, "
+                     f"started {_at(a['started_at'])}, ended {_at(a['ended_at'])}"
+                     + (f", not before {_at(a['not_before'])}" if a["not_before"] else "")
                      + (f"; error: {error}" if error else ""))
-    need = "every dependency must be met" if ex.run_condition == "ALL" else "one met dependency is enough"
-    lines.append(f"run condition: {ex.run_condition} ({need})")
-    lines.append("dependencies:" + ("" if ex.dependencies else " none"))
-    for d in ex.dependencies:
-        state = "met" if d.met else ("never met" if d.settled else "not met yet")
-        lines.append(f"  {d.upstream} ({d.dependency_type}): upstream {d.upstream_status}, {state}")
-    lines.append("cross-pipeline decisions:" + ("" if ex.decisions else " none"))
-    for g in ex.decisions:
-        lines.append(f"  {g.scope} gate, {g.upstream} ({g.dependency_type}): {g.result} at {_at(g.decided_at)}: "
-                     f"{g.reason}")
-    w = ex.gate_wait
-    if w is not None:
-        lines.append(f"gate wait ({w.scope} gate): "
-                     + (f"waiting, look {w.looks}, next at {_at(w.next_check_at)}" if w.outcome is None
-                        else f"{w.outcome} at {_at(w.ended_at)} after {w.looks} look(s)")
-                     + f", since {_at(w.first_check_at)}, at most until {_at(w.wait_until)}: {w.waiting_for}")
-    r = ex.retry
-    scheduled = (f"attempt {r.scheduled_attempt_id} is due at {_at(r.scheduled_at)}" if r.scheduled_attempt
-                 else "none scheduled")
-    lines.append(f"retries: {r.retries} (delay {r.delay_seconds:g} s, backoff {r.backoff:g}); {scheduled}")
-    lines.append(f"=> {ex.verdict}")
+    need = "every dependency must be met" if doc["run_condition"] == "ALL" else "one met dependency is enough"
+    lines.append(f"run condition: {doc['run_condition']} ({need})")
+    lines.append("dependencies:" + ("" if doc["dependencies"] else " none"))
+    for d in doc["dependencies"]:
+        state = "met" if d["met"] else ("never met" if d["settled"] else "not met yet")
+        lines.append(f"  {d['upstream']} ({d['dependency_type']}): upstream {d['upstream_status']}, {state}")
+    lines.append("cross-pipeline decisions:" + ("" if doc["decisions"] else " none"))
+    for g in doc["decisions"]:
+        lines.append(f"  {g['scope']} gate, {g['upstream']} ({g['dependency_type']}): {g['result']} at "
+                     f"{_at(g['decided_at'])}: {g['reason']}")
+    lines += _wait_and_retry_lines(doc)
+    lines.append(f"=> {doc['verdict']}")
     return "\n".join(lines)
+
+
+def _wait_and_retry_lines(doc: dict[str, Any]) -> list[str]:
+    lines, w, r = [], doc["gate_wait"], doc["retry"]
+    if w is not None:
+        lines.append(f"gate wait ({w['scope']} gate): "
+                     + (f"waiting, look {w['looks']}, next at {_at(w['next_check_at'])}" if w["outcome"] is None
+                        else f"{w['outcome']} at {_at(w['ended_at'])} after {w['looks']} look(s)")
+                     + f", since {_at(w['first_check_at'])}, at most until {_at(w['wait_until'])}: "
+                       f"{w['waiting_for']}")
+    scheduled = (f"attempt {r['scheduled_attempt_id']} is due at {_at(r['scheduled_at'])}"
+                 if r["scheduled_attempt"] else "none scheduled")
+    lines.append(f"retries: {r['retries']} (delay {r['delay_seconds']:g} s, backoff {r['backoff']:g}); {scheduled}")
+    return lines
 
 
 def to_json(ex: Explanation) -> dict[str, Any]:

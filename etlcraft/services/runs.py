@@ -95,6 +95,14 @@ def find_pipeline(db: EngineDB, code: str) -> Pipeline:
     return Pipeline(int(row["pipeline_id"]), code, row["max_parallel_tasks"], row["project_code"], row["timezone"])
 
 
+def not_a_run_of(pipeline_code: str, run_id: int, found: str | None) -> NotFoundError:
+    """The refusal of run `run_id` named for pipeline `pipeline_code` when it is a run of pipeline `found` (None: no
+    such run); one message for every command, local or through the HTTP API."""
+    where = "does not exist" if found is None else f"is a run of pipeline {found}"
+    return NotFoundError(f"run {run_id} {where}, expected a run of pipeline {pipeline_code}; etl-craft history "
+                         f"--pipeline-code {pipeline_code} lists its runs")
+
+
 def run_date_of(request: RunRequest, config: ProjectConfig, pipeline: Pipeline) -> date:
     """The date of a new run: --run-date, else today in the project's time zone (etlcraft.core.zones)."""
     if request.run_date is not None:
@@ -630,14 +638,14 @@ def skip_json(outcome: RunOutcome, task_code: str) -> dict[str, Any]:
             "message": outcome.message}
 
 
-def init_json(run_id: int) -> dict[str, Any]:
+def init_json(run_id: int, pipeline_code: str) -> dict[str, Any]:
     """`etl-craft run --init-only`: etl-craft/run-init/1."""
-    return {"schema": "etl-craft/run-init/1", "pipeline_run_id": run_id}
+    return {"schema": "etl-craft/run-init/1", "pipeline_run_id": run_id, "pipeline_code": pipeline_code}
 
 
 def attempt_log_json(found: AttemptLog) -> dict[str, Any]:
     """`etl-craft logs --attempt-id N`: etl-craft/attempt-log/1, the attempt's row and its log."""
-    return {"schema": "etl-craft/attempt-log/1", "attempt": found.row, "log": found.text}
+    return {"schema": "etl-craft/attempt-log/1", "attempt": found.row, "log": found.text, "note": found.note}
 
 
 def backfill_json(done: BackfillOutcome) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 from etlcraft.core.errors import AmbiguousError, NotFoundError, UsageError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all, fetch_one
-from etlcraft.services.runs import find_pipeline
+from etlcraft.services.runs import find_pipeline, not_a_run_of
 from etlcraft.services.values import required_time
 
 
@@ -60,7 +60,7 @@ def run_status(db: EngineDB, pipeline_code: str, run_id: int | None, run_key: st
         elif run_id is None:
             active = fetch_all(db, conn, "active_runs", pipeline_id=pipeline.pipeline_id)
             if len(active) != 1:
-                recent = fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=5)
+                recent = fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=5, before=None)
                 listed = ", ".join(f"{r['pipeline_run_id']} ({r['status']})" for r in recent) or "none"
                 error = AmbiguousError if active else NotFoundError
                 raise error(f"pipeline {pipeline_code} has {len(active)} active runs; name one with --run-id "
@@ -68,8 +68,7 @@ def run_status(db: EngineDB, pipeline_code: str, run_id: int | None, run_key: st
             run_id = int(active[0]["pipeline_run_id"])
         run = fetch_one(db, conn, "run_header", run_id=run_id)
         if run is None or run["pipeline_id"] != pipeline.pipeline_id:
-            raise NotFoundError(f"run {run_id} is not a run of pipeline {pipeline_code}; "
-                                f"see etl-craft history --pipeline-code {pipeline_code}")
+            raise not_a_run_of(pipeline_code, run_id, run["pipeline_code"] if run else None)
         rows = fetch_all(db, conn, "run_task_rows", run_id=run_id)
         waits = {w["task_id"]: w for w in fetch_all(db, conn, "run_open_gate_waits", run_id=run_id)}
     tasks = tuple(
@@ -104,7 +103,8 @@ def pipeline_of_run(db: EngineDB, run_id: int) -> str:
 
 def status_json(view: RunStatus) -> dict[str, Any]:
     """`etl-craft status`: etl-craft/run-status/1."""
-    return {"schema": "etl-craft/run-status/1", "run": view.run, "tasks": [t.__dict__ for t in view.tasks]}
+    return {"schema": "etl-craft/run-status/1", "run": view.run, "tasks": [t.__dict__ for t in view.tasks],
+            "pipeline_gate_wait": view.pipeline_gate_wait}
 
 
 def history_json(pipeline_code: str, runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -50,7 +50,7 @@ HEADER = "task report of pipeline sales in run 7 (key daily-2026-03-14, run date
 
 
 def text_of(snapshot: Snapshot) -> list[str]:
-    return render(explain(snapshot)).split("\n")
+    return render(to_json(explain(snapshot))).split("\n")
 
 
 def test_explain__not_run__waits_on_its_unsettled_upstream() -> None:
