@@ -22,12 +22,10 @@ import duckdb
 import sqlglot
 from sqlalchemy.exc import DBAPIError
 
-from etlcraft.config.loader import Connection
 from etlcraft.core.errors import EtlCraftError, SqlGuardError
 from etlcraft.core.selects import SelectError, read_condition
 from etlcraft.core.sqltext import RUN_VALUES, SQLGLOT_DIALECTS
-from etlcraft.engine.db import EngineDB
-from etlcraft.engine.migrations import Migration, migrate, project_migration
+from etlcraft.engine.migrations import Migration, project_migration
 from etlcraft.handlers.business_rules import Rule, judge
 from etlcraft.handlers.sql.hashing import HASH_VERSION
 from etlcraft.handlers.sql.spec import Stamp, task_from_text
@@ -36,7 +34,8 @@ from etlcraft.services.metadata import Metadata, TaskView, load_metadata
 from etlcraft.testing.errors import HermeticError, InvalidTest
 from etlcraft.testing.files import Deadline, Limits, ReadFile, parse_jsonl, parse_yaml, read_confined
 from etlcraft.testing.manifest import KIND, Expect, Manifest, Table
-from etlcraft.warehouse.connection import IN_MEMORY_DUCKDB, Session, Warehouse
+from etlcraft.testing.sandbox import engine_db, warehouse_for_test
+from etlcraft.warehouse.connection import Session, Warehouse
 from etlcraft.warehouse.dialects import ENGINE_COLUMN_TYPES
 from etlcraft.warehouse.names import TableName, parse_table_name
 
@@ -62,16 +61,12 @@ class Project:
 def load_project(root: Path) -> Project:
     """The project's migrations applied to a new in-memory SQLite Engine DB, and its warehouse dialect."""
     migrations, digests = _read_migrations(root)
-    db = EngineDB("sqlite://")
     try:
-        try:
-            migrate(db, project=migrations, command="test")
-        except EtlCraftError as exc:
-            raise InvalidTest("metadata_invalid", f"the project's metadata migrations cannot be applied: "
-                                                  f"{_redact(str(exc))}") from None
-        metadata = load_metadata(db)
-    finally:
-        db.dispose()
+        with engine_db(migrations) as db:
+            metadata = load_metadata(db)
+    except EtlCraftError as exc:
+        raise InvalidTest("metadata_invalid", f"the project's metadata migrations cannot be applied: "
+                                              f"{_redact(str(exc))}") from None
     return Project(root, metadata, _warehouse_dialect(root), digests)
 
 
@@ -150,8 +145,7 @@ def run_manifest(project: Project, manifest: Manifest, outcome: Outcome) -> None
                                                  "test reads duckdb or postgresql SQL: set warehouse_dialect")
     pipeline = _pipeline(project, manifest)
     tasks = {t.code: t for t in project.metadata.tasks_of(pipeline.pipeline_id)}
-    warehouse = Warehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse"))
-    try:
+    with warehouse_for_test(deadline) as warehouse:
         for name, table in sorted(manifest.relations.items()):
             _load(warehouse, project.root, table, parse_table_name(name, "duckdb"), manifest.limits, deadline,
                   outcome, role=f"relation:{name}")
@@ -175,8 +169,6 @@ def run_manifest(project: Project, manifest: Manifest, outcome: Outcome) -> None
             deadline.check(f"running step {number} ({task.code})")
             _check(warehouse, project.root, manifest, task, number, target, step.expect, stamps, flags, deadline,
                    outcome)
-    finally:
-        warehouse.dispose()
 
 
 def _pipeline(project: Project, manifest: Manifest) -> Any:
