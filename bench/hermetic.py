@@ -7,8 +7,10 @@ subprocess; every run must pass all N tests.
 Prints, measured in this run:
   - wall time of one `etl-craft test .` (process start to exit): p50, p95 and max over the R runs, against the
     target (p95 at most 2 s for 100 tests);
+  - CPU time (user + system) of one run, p50: on a shared machine it moves less than wall time;
   - the milliseconds each test adds: the suite's own duration_ms (the JSON report) divided by N, p50;
-  - peak RSS of the largest run (ru_maxrss of the child).
+  - peak RSS of the largest run (ru_maxrss of the child);
+  - the machine's load average before and after (the machine may be shared: times move with it).
 
     python bench/hermetic.py [--tests 100] [--runs 20]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -62,18 +65,23 @@ def make_project(parent: Path, tests: int) -> Path:
     return root
 
 
-def run_once(root: Path, tests: int) -> tuple[float, int]:
-    """One `etl-craft test . --format json`: its wall time and the suite's own duration_ms."""
-    started = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(root: Path, tests: int) -> tuple[float, float, int]:
+    """One `etl-craft test . --format json`: its wall time, its CPU time and the suite's own duration_ms."""
+    started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, "-m", "etlcraft", "test", ".", "--format", "json"], cwd=root,
                           capture_output=True, text=True)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"etl-craft test exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     suite = json.loads(done.stdout)
     if suite["counts"]["passed"] != tests:
         raise SystemExit(f"expected {tests} passed tests, found {suite['counts']}")
-    return wall, int(suite["duration_ms"])
+    return wall, cpu, int(suite["duration_ms"])
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -86,20 +94,24 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=100)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="etlcraft-bench-hermetic-") as tmp:
         root = make_project(Path(tmp), args.tests)
-        walls, suites = [], []
+        walls, cpus, suites = [], [], []
         for _ in range(args.runs):
-            wall, duration_ms = run_once(root, args.tests)
+            wall, cpu, duration_ms = run_once(root, args.tests)
             walls.append(wall)
+            cpus.append(cpu)
             suites.append(duration_ms)
     rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     p95 = percentile(walls, 0.95)
     print(f"etl-craft test . over {args.tests} two-row tests, {args.runs} runs (each a new process)")
     print(f"  wall time      p50 {statistics.median(walls):.3f} s   p95 {p95:.3f} s   max {max(walls):.3f} s")
+    print(f"  CPU time       p50 {statistics.median(cpus):.3f} s (user + system; moves less with the load)")
     print(f"  suite itself   p50 {statistics.median(suites) / 1000:.3f} s "
           f"({statistics.median(suites) / args.tests:.1f} ms per test, process start excluded)")
     print(f"  peak RSS       {rss_mib:.0f} MiB")
+    print(f"  load average   {load_before:.1f} before, {os.getloadavg()[0]:.1f} after (1 min)")
     verdict = "met" if p95 <= TARGET_P95_SECONDS * args.tests / 100 else "NOT met"
     print(f"  target         p95 at most {TARGET_P95_SECONDS * args.tests / 100:g} s: {verdict}")
 
