@@ -7,6 +7,7 @@ Engine DB exist only in memory, and craft-connector.yml is read only for Warehou
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from etlcraft.core.sqltext import RUN_VALUES, SQLGLOT_DIALECTS
 from etlcraft.engine.migrations import Migration, project_migration
 from etlcraft.handlers.business_rules import Rule, judge
 from etlcraft.handlers.sql.hashing import HASH_VERSION
-from etlcraft.handlers.sql.spec import Stamp, task_from_text
+from etlcraft.handlers.sql.spec import SqlTask, Stamp, task_from_text
 from etlcraft.handlers.sql.task import run_in_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, load_metadata
 from etlcraft.testing.errors import HermeticError, InvalidTest
@@ -212,14 +213,10 @@ def _run_step(warehouse: Warehouse, project: Project, manifest: Manifest, task: 
     stamp = Stamp(pipeline_id, 1, number, number, ACTOR, now)
     run_values = dict(zip(RUN_VALUES, (pipeline_id, 1, number, manifest.run_date), strict=True))
     try:
-        sql_task = task_from_text(task=task.key, action=task.action, sql_file=task.sql_file, text=text,
-                                  target_object=task.target, parameters=parameters, run_values=run_values,
-                                  dialect=dialect, stamp=stamp)
+        sql_task = _sql_task(task.key, task.action, task.sql_file, text, task.target, tuple(sorted(parameters.items())),
+                             tuple(run_values.items()), dialect, stamp)
     except SqlGuardError as exc:
         raise InvalidTest("task_invalid", f"step {number}: {_redact(str(exc))}") from None
-    if dialect != "duckdb":
-        select = sqlglot.transpile(sql_task.select, read=SQLGLOT_DIALECTS[dialect], write="duckdb")[0]
-        sql_task = dataclasses.replace(sql_task, select=select, target=parse_table_name(task.target or "", "duckdb"))
     try:
         result = run_in_warehouse(warehouse, sql_task, versions.get(sql_task.target.key))
     except SqlGuardError as exc:
@@ -235,6 +232,21 @@ def _run_step(warehouse: Warehouse, project: Project, manifest: Manifest, task: 
     outcome.steps.append({"step": number, "task": task.code, "action": sql_task.action,
                           "counts": {k: v for k, v in dataclasses.asdict(counts).items() if v is not None}})
     return {}
+
+
+@functools.lru_cache(maxsize=256)
+def _sql_task(task: str, action: str | None, sql_file: str | None, text: str, target: str | None,
+              parameters: tuple[tuple[str, str], ...], run_values: tuple[tuple[str, object], ...], dialect: str,
+              stamp: Stamp) -> SqlTask:
+    """The step's SqlTask, its SELECT read, checked and transpiled to DuckDB. A pure function of its arguments (the
+    SqlTask is frozen), kept per process: the tests of one task in a suite share the parsing, which costs more than
+    the step's small fixtures."""
+    sql_task = task_from_text(task=task, action=action, sql_file=sql_file, text=text, target_object=target,
+                              parameters=dict(parameters), run_values=dict(run_values), dialect=dialect, stamp=stamp)
+    if dialect == "duckdb":
+        return sql_task
+    select = sqlglot.transpile(sql_task.select, read=SQLGLOT_DIALECTS[dialect], write="duckdb")[0]
+    return dataclasses.replace(sql_task, select=select, target=parse_table_name(target or "", "duckdb"))
 
 
 def _judge_rules(warehouse: Warehouse, project: Project, task: TaskView, number: int, dialect: str

@@ -98,3 +98,22 @@ def test_timeout__slow_select__interrupted_and_reported_as_a_safety_violation(pr
     error = test["errors"][0]
     assert error["code"] == "timeout" and "1 s budget (limits.timeout_seconds)" in error["message"], error
     assert "interrupted" in error["message"], error
+
+
+def test_select__tests_of_one_task_in_a_suite__read_once(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from etlcraft.testing import runner
+
+    runner._sql_task.cache_clear()
+    calls: list[str] = []
+    real = runner.task_from_text
+
+    def spy(**kwargs: object) -> object:
+        calls.append(str(kwargs["task"]))
+        return real(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "task_from_text", spy)
+    for name in ("a", "b", "c"):
+        manifest(project, name, {"relations": src(project), "task": "overwrite", "expect": {"rows": 2}})
+    code, report = run_json(project, ".")
+    assert code == 0, report
+    assert calls == ["actions.overwrite"], calls
