@@ -58,9 +58,12 @@ class Deadline:
 
     def check(self, doing: str) -> None:
         if time.monotonic() > self.end:
-            raise SafetyViolation("timeout", f"the test ran out of its {self.seconds:g} s budget while {doing}; "
-                                             "make the fixtures smaller or raise limits.timeout_seconds (at most "
-                                             f"{TIMEOUT_SECONDS})")
+            raise self.expired(doing)
+
+    def expired(self, doing: str) -> SafetyViolation:
+        return SafetyViolation("timeout", f"the test ran out of its {self.seconds:g} s budget "
+                                          f"(limits.timeout_seconds) while {doing}; make the fixtures or the SELECT "
+                                          f"smaller, or raise limits.timeout_seconds (at most {TIMEOUT_SECONDS})")
 
 
 def project_path(base: str, reference: str, *, what: str) -> str:

@@ -7,6 +7,7 @@ Engine DB exist only in memory, and craft-connector.yml is read only for Warehou
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -22,21 +23,20 @@ import duckdb
 import sqlglot
 from sqlalchemy.exc import DBAPIError
 
-from etlcraft.config.loader import Connection
 from etlcraft.core.errors import EtlCraftError, SqlGuardError
 from etlcraft.core.selects import SelectError, read_condition
 from etlcraft.core.sqltext import RUN_VALUES, SQLGLOT_DIALECTS
-from etlcraft.engine.db import EngineDB
-from etlcraft.engine.migrations import Migration, migrate, project_migration
+from etlcraft.engine.migrations import Migration, project_migration
 from etlcraft.handlers.business_rules import Rule, judge
 from etlcraft.handlers.sql.hashing import HASH_VERSION
-from etlcraft.handlers.sql.spec import Stamp, task_from_text
+from etlcraft.handlers.sql.spec import SqlTask, Stamp, task_from_text
 from etlcraft.handlers.sql.task import run_in_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, load_metadata
 from etlcraft.testing.errors import HermeticError, InvalidTest
 from etlcraft.testing.files import Deadline, Limits, ReadFile, parse_jsonl, parse_yaml, read_confined
 from etlcraft.testing.manifest import KIND, Expect, Manifest, Table
-from etlcraft.warehouse.connection import IN_MEMORY_DUCKDB, Session, Warehouse
+from etlcraft.testing.sandbox import engine_db, warehouse_for_test
+from etlcraft.warehouse.connection import Session, Warehouse
 from etlcraft.warehouse.dialects import ENGINE_COLUMN_TYPES
 from etlcraft.warehouse.names import TableName, parse_table_name
 
@@ -62,16 +62,12 @@ class Project:
 def load_project(root: Path) -> Project:
     """The project's migrations applied to a new in-memory SQLite Engine DB, and its warehouse dialect."""
     migrations, digests = _read_migrations(root)
-    db = EngineDB("sqlite://")
     try:
-        try:
-            migrate(db, project=migrations, command="test")
-        except EtlCraftError as exc:
-            raise InvalidTest("metadata_invalid", f"the project's metadata migrations cannot be applied: "
-                                                  f"{_redact(str(exc))}") from None
-        metadata = load_metadata(db)
-    finally:
-        db.dispose()
+        with engine_db(migrations) as db:
+            metadata = load_metadata(db)
+    except EtlCraftError as exc:
+        raise InvalidTest("metadata_invalid", f"the project's metadata migrations cannot be applied: "
+                                              f"{_redact(str(exc))}") from None
     return Project(root, metadata, _warehouse_dialect(root), digests)
 
 
@@ -150,8 +146,7 @@ def run_manifest(project: Project, manifest: Manifest, outcome: Outcome) -> None
                                                  "test reads duckdb or postgresql SQL: set warehouse_dialect")
     pipeline = _pipeline(project, manifest)
     tasks = {t.code: t for t in project.metadata.tasks_of(pipeline.pipeline_id)}
-    warehouse = Warehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse"))
-    try:
+    with warehouse_for_test(deadline) as warehouse:
         for name, table in sorted(manifest.relations.items()):
             _load(warehouse, project.root, table, parse_table_name(name, "duckdb"), manifest.limits, deadline,
                   outcome, role=f"relation:{name}")
@@ -175,8 +170,6 @@ def run_manifest(project: Project, manifest: Manifest, outcome: Outcome) -> None
             deadline.check(f"running step {number} ({task.code})")
             _check(warehouse, project.root, manifest, task, number, target, step.expect, stamps, flags, deadline,
                    outcome)
-    finally:
-        warehouse.dispose()
 
 
 def _pipeline(project: Project, manifest: Manifest) -> Any:
@@ -220,14 +213,10 @@ def _run_step(warehouse: Warehouse, project: Project, manifest: Manifest, task: 
     stamp = Stamp(pipeline_id, 1, number, number, ACTOR, now)
     run_values = dict(zip(RUN_VALUES, (pipeline_id, 1, number, manifest.run_date), strict=True))
     try:
-        sql_task = task_from_text(task=task.key, action=task.action, sql_file=task.sql_file, text=text,
-                                  target_object=task.target, parameters=parameters, run_values=run_values,
-                                  dialect=dialect, stamp=stamp)
+        sql_task = _sql_task(task.key, task.action, task.sql_file, text, task.target, tuple(sorted(parameters.items())),
+                             tuple(run_values.items()), dialect, stamp)
     except SqlGuardError as exc:
         raise InvalidTest("task_invalid", f"step {number}: {_redact(str(exc))}") from None
-    if dialect != "duckdb":
-        select = sqlglot.transpile(sql_task.select, read=SQLGLOT_DIALECTS[dialect], write="duckdb")[0]
-        sql_task = dataclasses.replace(sql_task, select=select, target=parse_table_name(task.target or "", "duckdb"))
     try:
         result = run_in_warehouse(warehouse, sql_task, versions.get(sql_task.target.key))
     except SqlGuardError as exc:
@@ -243,6 +232,21 @@ def _run_step(warehouse: Warehouse, project: Project, manifest: Manifest, task: 
     outcome.steps.append({"step": number, "task": task.code, "action": sql_task.action,
                           "counts": {k: v for k, v in dataclasses.asdict(counts).items() if v is not None}})
     return {}
+
+
+@functools.lru_cache(maxsize=256)
+def _sql_task(task: str, action: str | None, sql_file: str | None, text: str, target: str | None,
+              parameters: tuple[tuple[str, str], ...], run_values: tuple[tuple[str, object], ...], dialect: str,
+              stamp: Stamp) -> SqlTask:
+    """The step's SqlTask, its SELECT read, checked and transpiled to DuckDB. A pure function of its arguments (the
+    SqlTask is frozen), kept per process: the tests of one task in a suite share the parsing, which costs more than
+    the step's small fixtures."""
+    sql_task = task_from_text(task=task, action=action, sql_file=sql_file, text=text, target_object=target,
+                              parameters=dict(parameters), run_values=dict(run_values), dialect=dialect, stamp=stamp)
+    if dialect == "duckdb":
+        return sql_task
+    select = sqlglot.transpile(sql_task.select, read=SQLGLOT_DIALECTS[dialect], write="duckdb")[0]
+    return dataclasses.replace(sql_task, select=select, target=parse_table_name(target or "", "duckdb"))
 
 
 def _judge_rules(warehouse: Warehouse, project: Project, task: TaskView, number: int, dialect: str

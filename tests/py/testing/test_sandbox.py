@@ -1,0 +1,119 @@
+"""The in-memory databases of etl-craft test: the engine schema migrated once per process and copied per project;
+one DuckDB connection per process with a database of its own per test; the time budget interrupting a statement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.migrations import engine_migrations
+from etlcraft.testing import sandbox
+from etlcraft.testing.files import Deadline
+from etlcraft.testing.runner import load_project
+from tests.py.testing.conftest import make_project
+from tests.py.testing.test_hermetic import manifest, run_json, src
+
+SLOW_MIGRATION = """
+INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE, TARGET_OBJECT)
+SELECT PIPELINE_ID, 'slow', 'SQL', 'OVERWRITE_TABLE', 'slow.sql', 'main.t_slow'
+  FROM CFG_PIPELINES WHERE PIPELINE_CODE = 'actions';
+"""
+#: Minutes of work for DuckDB (10^16 pairs): only an interrupt ends it within a test's budget.
+SLOW_SELECT = "SELECT COUNT(*) AS n FROM generate_series(1, 100000000) a, generate_series(1, 100000000) b\n"
+
+
+def test_engine_db__second_project__engine_migrations_not_applied_again(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    load_project(make_project(tmp_path, "first"))
+    engine_scripts = {m.sql for m in engine_migrations("sqlite", "")}
+    ran: list[str] = []
+    real = EngineDB.execute_script
+
+    def spy(self: EngineDB, conn: object, script: str) -> None:
+        ran.append(script)
+        real(self, conn, script)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(EngineDB, "execute_script", spy)
+    project = load_project(make_project(tmp_path, "second"))
+    assert ran and not engine_scripts & set(ran), "the engine's migrations ran again for a second project"
+    assert {p.code for p in project.metadata.pipelines} >= {"actions", "customer_orders"}
+
+
+def test_engine_db__copies__one_project_metadata_never_in_another(tmp_path: Path) -> None:
+    first = make_project(tmp_path, "first")
+    (first / "migrations" / "0004_extra.sql").write_text(
+        "INSERT INTO CFG_PIPELINES (PROJECT_ID, PIPELINE_CODE) SELECT PROJECT_ID, 'only_first' FROM CFG_PROJECTS;\n",
+        encoding="utf-8")
+    assert "only_first" in {p.code for p in load_project(first).metadata.pipelines}
+    second = load_project(make_project(tmp_path, "second"))
+    assert "only_first" not in {p.code for p in second.metadata.pipelines}
+
+
+def test_warehouse__two_tests__one_connection_and_no_table_of_the_first(project: Path) -> None:
+    manifest(project, "a_loads", {"relations": {**src(project), "raw.extra": {"fixture": "fixtures/src.jsonl"}},
+                                  "task": "overwrite", "expect": {"rows": 2}})
+    (project / "sql_files" / "extra.sql").write_text("SELECT id, name FROM raw.extra\n", encoding="utf-8")
+    (project / "migrations" / "0004_extra.sql").write_text(
+        "UPDATE CFG_TASKS SET SQL_FILE = 'extra.sql' WHERE TASK_CODE = 'append';\n", encoding="utf-8")
+    manifest(project, "b_reads", {"relations": src(project), "task": "append", "expect": {"rows": 2}})
+    shared = sandbox._shared_warehouse()
+    code, report = run_json(project, ".")
+    first, second = report["tests"]
+    assert first["status"] == "passed", first
+    # raw.extra existed only in the first test's database: the second test's SELECT cannot see it.
+    assert (second["status"], second["errors"][0]["code"]) == ("blocked", "warehouse_error"), second
+    assert code == 2
+    # The first test ended clean, so its connection served the second; the second's failure closed it.
+    assert sandbox._shared_warehouse() is not shared
+
+
+def test_warehouse__clean_tests__the_connection_is_kept(project: Path) -> None:
+    manifest(project, "a", {"relations": src(project), "task": "overwrite", "expect": {"rows": 2}})
+    manifest(project, "b", {"relations": src(project), "task": "scd1", "expect": {"rows": 2}})
+    shared = sandbox._shared_warehouse()
+    code, report = run_json(project, ".")
+    assert code == 0, report
+    assert sandbox._shared_warehouse() is shared
+
+
+def test_warehouse__temporary_table_left_behind__next_test_gets_a_new_connection() -> None:
+    with sandbox.warehouse_for_test(Deadline(30)) as warehouse, warehouse.transaction() as session:
+        session.run("CREATE TEMP TABLE leftover (a INTEGER)")
+        first = warehouse
+    with sandbox.warehouse_for_test(Deadline(30)) as warehouse, warehouse.transaction() as session:
+        assert warehouse is not first
+        assert session.scalar("SELECT COUNT(*) FROM duckdb_tables()") == 0
+
+
+def test_timeout__slow_select__interrupted_and_reported_as_a_safety_violation(project: Path) -> None:
+    (project / "migrations" / "0004_slow.sql").write_text(SLOW_MIGRATION, encoding="utf-8")
+    (project / "sql_files" / "slow.sql").write_text(SLOW_SELECT, encoding="utf-8")
+    target = manifest(project, "slow", {"relations": src(project), "task": "slow", "limits": {"timeout_seconds": 1},
+                                        "expect": {"rows": 1}})
+    code, report = run_json(project, target)
+    test = report["tests"][0]
+    assert (code, test["status"]) == (4, "blocked"), test
+    error = test["errors"][0]
+    assert error["code"] == "timeout" and "1 s budget (limits.timeout_seconds)" in error["message"], error
+    assert "interrupted" in error["message"], error
+
+
+def test_select__tests_of_one_task_in_a_suite__read_once(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from etlcraft.testing import runner
+
+    runner._sql_task.cache_clear()
+    calls: list[str] = []
+    real = runner.task_from_text
+
+    def spy(**kwargs: object) -> object:
+        calls.append(str(kwargs["task"]))
+        return real(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "task_from_text", spy)
+    for name in ("a", "b", "c"):
+        manifest(project, name, {"relations": src(project), "task": "overwrite", "expect": {"rows": 2}})
+    code, report = run_json(project, ".")
+    assert code == 0, report
+    assert calls == ["actions.overwrite"], calls
