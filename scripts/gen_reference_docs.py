@@ -412,6 +412,43 @@ def openapi_page() -> str:
     return json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
 
 
+def http_api_page() -> str:
+    """The HTTP API's endpoints as a page, from the same OpenAPI document: method, path, what it does, its
+    parameters and request body, and the statuses it answers."""
+    from etlcraft.api.app import openapi_document
+
+    document = openapi_document()
+    schemas = document.get("components", {}).get("schemas", {})
+    lines = ["# HTTP API v1: endpoints", "",
+             "Generated from the OpenAPI document ([openapi.json](openapi.json)) by `make docs`; do not edit. The",
+             "[HTTP API guide](../guides/http-api.md) shows each endpoint with `curl`, and",
+             "[tokens and roles](../guides/tokens-and-roles.md) which role each needs. Every answer is a JSON document",
+             "named by its `schema` field ([JSON documents](json.md)); every error is one `etl-craft/error/1`",
+             "document.", ""]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            lines += [f"## `{method.upper()} {path}`", "", str(operation.get("summary", "")).strip(), ""]
+            parameters = operation.get("parameters", [])
+            if parameters:
+                lines += ["| Parameter | In | Type | Required |", "| --- | --- | --- | --- |"]
+                lines += [f"| `{p['name']}` | {p['in']} | {_schema_type(p.get('schema', {}))} | "
+                          f"{'yes' if p.get('required') else 'no'} |" for p in parameters]
+                lines.append("")
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            if body:
+                ref = str(body.get("$ref", "")).rsplit("/", 1)[-1]
+                spec = schemas.get(ref, body)
+                required = set(spec.get("required", []))
+                lines += ["| Body field | Type | Required |", "| --- | --- | --- |"]
+                lines += [f"| `{name}` | {_schema_type(field)} | {'yes' if name in required else 'no'} |"
+                          for name, field in spec.get("properties", {}).items()]
+                lines.append("")
+            answers = ", ".join(f"{code} ({str(answer.get('description', '')).split(':')[0].split(' (')[0]})"
+                                for code, answer in operation.get("responses", {}).items())
+            lines += [f"Answers: {answers}.", ""]
+    return "\n".join(lines)
+
+
 def _schema_type(spec: dict[str, object]) -> str:
     """A property's JSON Schema as a short phrase: its type or section, and its bounds."""
     if "$ref" in spec:
@@ -495,6 +532,7 @@ def pages() -> dict[Path, str]:
         reference / "task-parameters.md": task_parameters_page(),
         reference / "views.md": views_page(),
         reference / "openapi.json": openapi_page(),
+        reference / "http-api.md": http_api_page(),
         reference / "test-manifest.md": manifest_page(),
     }
 

@@ -22,7 +22,7 @@ def _generator():
 
 
 @pytest.mark.parametrize("page", ["transitions.md", "exit-codes.md", "cli.md", "sql-functions.md", "configuration.md",
-                                  "task-parameters.md", "views.md", "openapi.json"])
+                                  "task-parameters.md", "views.md", "openapi.json", "http-api.md"])
 def test_generated_reference_page_is_current(page: str) -> None:
     pages = {path.name: text for path, text in _generator().pages().items()}
     checked_in = (ROOT / "docs" / "reference" / page).read_text(encoding="utf-8")
