@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import ADMIN, OPERATOR, VIEWER
 from etlcraft.api.documents import DocumentRoute
-from etlcraft.api.runs import MAX_ID
+from etlcraft.api.runs import MAX_ID, Text
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import TokenRole
 from etlcraft.services import audit, control, tokens
@@ -29,23 +29,23 @@ Doc = dict[str, Any]
 
 class TriggerBody(BaseModel):
     run_date: date | None = Field(None, description="The run's date (default: today in the project's zone).")
-    run_key: str | None = Field(None, description="The run's key: an existing run of that key is used.")
-    reason: str | None = Field(None, description="Why the run is started (recorded).")
+    run_key: Text | None = Field(None, description="The run's key: an existing run of that key is used.")
+    reason: Text | None = Field(None, description="Why the run is started (recorded).")
 
 
 class BackfillBody(BaseModel):
     first: date = Field(description="The first date.")
     last: date = Field(description="The last date (at most 366 dates in all).")
-    reason: str | None = Field(None, description="Why (recorded on every run); required, as the service checks, so "
+    reason: Text | None = Field(None, description="Why (recorded on every run); required, as the service checks, so "
                                "a missing reason is refused with the message etl-craft run --backfill gives.")
 
 
 class ReasonBody(BaseModel):
-    reason: str = Field(min_length=1, description="Why (recorded).")
+    reason: Text = Field(min_length=1, description="Why (recorded).")
 
 
 class ResumeBody(BaseModel):
-    reason: str | None = Field(None, description="Why (recorded).")
+    reason: Text | None = Field(None, description="Why (recorded).")
 
 
 class TokenBody(BaseModel):
@@ -76,12 +76,12 @@ def pipelines(request: Request, _p: Principal = VIEWER) -> Doc:
 
 @router.get("/pipelines/{code}", summary="One pipeline: tasks, graph, schedule, next ticks, pause, last run "
             "(etl-craft show)")
-def pipeline(request: Request, code: str, _p: Principal = VIEWER) -> Doc:
+def pipeline(request: Request, code: Text, _p: Principal = VIEWER) -> Doc:
     return pipeline_document(pipeline_page(request.app.state.db, code, _config_zone(request)))
 
 
 @router.get("/pipelines/{code}/runs", summary="A pipeline's runs, newest first (etl-craft history)")
-def pipeline_runs(request: Request, code: str, limit: int = Query(20, ge=1, le=1000),
+def pipeline_runs(request: Request, code: Text, limit: int = Query(20, ge=1, le=1000),
                   before: int | None = Query(None, ge=1, le=MAX_ID, description="Only runs older than this run id."),
                   _p: Principal = VIEWER) -> Doc:
     return history_json(code, run_history(request.app.state.db, code, limit, before))
@@ -89,7 +89,7 @@ def pipeline_runs(request: Request, code: str, limit: int = Query(20, ge=1, le=1
 
 @router.post("/pipelines/{code}/runs", summary="Trigger a run, created and admitted for the server to drive "
              "(etl-craft run --init-only)")
-def trigger(request: Request, code: str, body: TriggerBody, principal: Principal = OPERATOR) -> Doc:
+def trigger(request: Request, code: Text, body: TriggerBody, principal: Principal = OPERATOR) -> Doc:
     run = RunRequest(code, body.run_key, None, body.run_date, body.reason)
     with acting_as(principal.actor):
         return init_json(init_run(request.app.state.db, request.app.state.config, run), code)
@@ -97,7 +97,7 @@ def trigger(request: Request, code: str, body: TriggerBody, principal: Principal
 
 @router.post("/pipelines/{code}/backfills", summary="Queue one BACKFILL run per date for the server "
              "(etl-craft run --backfill FROM:TO --init-only)")
-def backfill(request: Request, code: str, body: BackfillBody, principal: Principal = OPERATOR) -> Doc:
+def backfill(request: Request, code: Text, body: BackfillBody, principal: Principal = OPERATOR) -> Doc:
     run = RunRequest(code, reason=body.reason)
     with acting_as(principal.actor):
         return backfill_queued_json(queue_backfill(request.app.state.db, request.app.state.config, run, body.first,
@@ -105,17 +105,17 @@ def backfill(request: Request, code: str, body: BackfillBody, principal: Princip
 
 
 @router.post("/pipelines/{code}/pause", summary="Pause a pipeline (etl-craft pause)")
-def pause(request: Request, code: str, body: ReasonBody, principal: Principal = OPERATOR) -> Doc:
+def pause(request: Request, code: Text, body: ReasonBody, principal: Principal = OPERATOR) -> Doc:
     return control.to_json(control.pause(_context(request, principal), control.PauseRequest(code, body.reason)))
 
 
 @router.post("/pipelines/{code}/resume", summary="Resume a paused pipeline (etl-craft resume)")
-def resume(request: Request, code: str, body: ResumeBody, principal: Principal = OPERATOR) -> Doc:
+def resume(request: Request, code: Text, body: ResumeBody, principal: Principal = OPERATOR) -> Doc:
     return control.to_json(control.resume(_context(request, principal), control.ResumeRequest(code, body.reason)))
 
 
 @router.get("/audit", summary="Who asked for what, and who changed which metadata, newest first (etl-craft audit)")
-def audit_log(request: Request, pipeline_code: str | None = None, since: date | None = None,
+def audit_log(request: Request, pipeline_code: Text | None = None, since: date | None = None,
               _p: Principal = VIEWER) -> Doc:
     return audit.to_json(audit.audit(request.app.state.db, audit.AuditRequest(pipeline_code, since)))
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from etlcraft.api.auth import OPERATOR, VIEWER
 from etlcraft.api.documents import DocumentRoute, scrubbing
@@ -27,18 +27,33 @@ RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="The run's RUN_ID.")]
 AttemptId = Annotated[int, Path(ge=1, le=MAX_ID, description="The attempt's ATTEMPT_ID.")]
 
 
+def _storable(value: str) -> str:
+    """Text the Engine DB can store: no NUL character, and valid UTF-8 (no unpaired surrogate)."""
+    if "\x00" in value:
+        raise ValueError("holds a NUL character (\\u0000), which the Engine DB cannot store; remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid UTF-8 (it holds an unpaired surrogate); send valid UTF-8 text") from None
+    return value
+
+
+#: A text field or path segment, refused (422) when the Engine DB could not store it.
+Text = Annotated[str, AfterValidator(_storable)]
+
+
 class CancelBody(BaseModel):
-    reason: str = Field(min_length=1, description="Why the run is cancelled (recorded).")
+    reason: Text = Field(min_length=1, description="Why the run is cancelled (recorded).")
 
 
 class MarkBody(BaseModel):
     status: Literal["SUCCESS", "FAILED", "SKIPPED"]
-    reason: str = Field(min_length=1, description="Why (recorded on the task run and in AUD_RUN_INTERVENTIONS).")
+    reason: Text = Field(min_length=1, description="Why (recorded on the task run and in AUD_RUN_INTERVENTIONS).")
     rows_written: int | None = Field(None, ge=0, description="The rows the task wrote.")
 
 
 class RerunBody(BaseModel):
-    reason: str | None = Field(None, description="Why (recorded; the reason of a reopening).")
+    reason: Text | None = Field(None, description="Why (recorded; the reason of a reopening).")
 
 
 def _context(request: Request, principal: Principal) -> OperationContext:
@@ -68,14 +83,14 @@ def cancel(request: Request, run_id: RunId, body: CancelBody, principal: Princip
 
 
 @router.get("/runs/{run_id}/tasks/{task_code}/explain", summary="Why a task is in its state (etl-craft explain)")
-def explain_task(request: Request, run_id: RunId, task_code: str, _p: Principal = VIEWER) -> Doc:
+def explain_task(request: Request, run_id: RunId, task_code: Text, _p: Principal = VIEWER) -> Doc:
     db = request.app.state.db
     found = explain.ExplainRequest(pipeline_of_run(db, run_id), task_code, RunRef(run_id))
     return explain.to_json(explain.explain_task(db, found))
 
 
 @router.post("/runs/{run_id}/tasks/{task_code}/mark", summary="Mark a task's outcome (etl-craft mark --task-code)")
-def mark(request: Request, run_id: RunId, task_code: str, body: MarkBody, principal: Principal = OPERATOR) -> Doc:
+def mark(request: Request, run_id: RunId, task_code: Text, body: MarkBody, principal: Principal = OPERATOR) -> Doc:
     code = pipeline_of_run(request.app.state.db, run_id)
     wanted = control.MarkRequest(code, body.status, body.reason, task_code, body.rows_written, RunRef(run_id))
     return control.to_json(control.mark(_context(request, principal), wanted))
@@ -83,7 +98,7 @@ def mark(request: Request, run_id: RunId, task_code: str, body: MarkBody, princi
 
 @router.post("/runs/{run_id}/tasks/{task_code}/rerun", summary="Queue a failed or cancelled task again for the "
              "server, which then runs what becomes ready downstream (etl-craft run --rerun T --init-only)")
-def rerun(request: Request, run_id: RunId, task_code: str, body: RerunBody, principal: Principal = OPERATOR) -> Doc:
+def rerun(request: Request, run_id: RunId, task_code: Text, body: RerunBody, principal: Principal = OPERATOR) -> Doc:
     db = request.app.state.db
     wanted = RunRequest(pipeline_of_run(db, run_id), None, run_id, None, body.reason,
                         TaskRequest(task_code, rerun=True))

@@ -131,6 +131,12 @@ class RunDriver:
             state = self.read_state()
         if self.children and state.cancel_requested:
             self._stop_cancelled(supervisor)
+        if self.waited_on and not state.foreign_live:
+            # The other owner's attempts it waited for have ended, or were reconciled LOST (by the server's own
+            # reconcile, between two of its turns): a LOST one runs again (requeue_lost) before anything is
+            # dispatched, so that no task downstream of it is skipped as if it had failed.
+            self.requeue_lost()
+            self.waited_on.clear()
         self.starved = False
         self.new_gate_wait = False
         started = self._dispatch(supervisor, state) if dispatch else False
