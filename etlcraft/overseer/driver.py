@@ -137,6 +137,7 @@ class RunDriver:
             # dispatched, so that no task downstream of it is skipped as if it had failed.
             self.requeue_lost()
             self.waited_on.clear()
+            state = self.read_state()  # what it queued again is due now
         self.starved = False
         self.new_gate_wait = False
         started = self._dispatch(supervisor, state) if dispatch else False
