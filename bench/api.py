@@ -89,8 +89,10 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def _load(paths: list[str], headers: dict[str, str], clients: int, seconds: float) -> tuple[float, list[float]]:
-    """C clients reading `paths` in turn for `seconds`: requests per second and each request's latency (s)."""
+async def _load(paths: list[str], headers: dict[str, str], clients: int, seconds: float,
+                failures: list[str]) -> tuple[float, list[float]]:
+    """C clients reading `paths` in turn for `seconds`: requests per second and each request's latency (s); a
+    request that failed in transport (a connection the server closed) is added to `failures`."""
     latencies: list[float] = []
     end = time.monotonic() + seconds
 
@@ -98,7 +100,12 @@ async def _load(paths: list[str], headers: dict[str, str], clients: int, seconds
         turn = number
         while time.monotonic() < end:
             began = time.perf_counter()
-            answer = await http.get(paths[turn % len(paths)], headers=headers)
+            try:
+                answer = await http.get(paths[turn % len(paths)], headers=headers)
+            except httpx.TransportError as exc:  # counted and shown, not fatal: the figures say how many failed
+                failures.append(f"{type(exc).__name__}: {exc}")
+                turn += 1
+                continue
             latencies.append(time.perf_counter() - began)
             if answer.status_code != 200:
                 raise SystemExit(f"GET {paths[turn % len(paths)]} answered {answer.status_code}: {answer.text}")
@@ -128,13 +135,16 @@ def _measure(name: str, command: list[str], cwd: Path, probe: str, paths: list[s
     process = subprocess.Popen(command, cwd=cwd, env={**os.environ, "ETL_CRAFT_ACTOR": "bench@api"})
     try:
         _wait(probe, process)
-        asyncio.run(_load(paths, headers, options.clients, 2.0))  # warm up: connections, pools, caches
-        rate, latencies = asyncio.run(_load(paths, headers, options.clients, options.seconds))
+        asyncio.run(_load(paths, headers, options.clients, 2.0, []))  # warm up: connections, pools, caches
+        failures: list[str] = []
+        rate, latencies = asyncio.run(_load(paths, headers, options.clients, options.seconds, failures))
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
     p50, p99 = _pct(latencies, 0.50) * 1000, _pct(latencies, 0.99) * 1000
-    print(f"{name:<28} {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   ({len(latencies)} requests)")
+    failed = f", {len(failures)} failed in transport (first: {failures[0]})" if failures else ""
+    print(f"{name:<28} {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   ({len(latencies)} requests"
+          f"{failed}; load average {os.getloadavg()[0]:.1f})")
     return rate, p50, p99
 
 

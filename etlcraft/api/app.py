@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
+import anyio.to_thread
 from fastapi import FastAPI
 
 from etlcraft import __version__
@@ -13,6 +16,17 @@ from etlcraft.config.loader import ProjectConfig
 from etlcraft.engine.db import EngineDB
 
 PREFIX = "/api/v1"
+#: How many requests run at once, each in a thread of its own holding at most one Engine DB connection of the pool
+#: (five kept open by SQLAlchemy's pool): the others wait their turn in order. More threads than connections only
+#: opens and closes connections beyond the pool, and lets a request's thread wait behind a dozen others for the GIL,
+#: which is where the slowest requests' time went.
+REQUEST_THREADS = 5
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
+    yield
 
 
 def create_app(engine_db: EngineDB, config: ProjectConfig) -> FastAPI:
@@ -20,7 +34,7 @@ def create_app(engine_db: EngineDB, config: ProjectConfig) -> FastAPI:
                   description="The HTTP API of etl-craft: every endpoint calls the service the matching command "
                               "calls and returns the JSON document the command prints with --format json.",
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
-                  responses=errors.RESPONSES)
+                  responses=errors.RESPONSES, lifespan=_lifespan)
     app.state.db, app.state.config = engine_db, config
     errors.install(app)
     app.include_router(pipelines.router, prefix=PREFIX)

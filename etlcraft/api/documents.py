@@ -13,6 +13,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 
+from etlcraft.api.auth import Unverified
 from etlcraft.services.redaction import Scrubber, scrubber
 
 
@@ -28,14 +29,37 @@ def scrubbing(request: Request) -> Scrubber:
 
 class DocumentRoute(APIRoute):
     """A route whose endpoint returns a document (a dict): it is sent as a Document, not re-encoded, with every
-    secret in it masked. Each endpoint takes the request as its argument `request`."""
+    secret in it masked. Each endpoint takes the request as its argument `request`.
+
+    The route authenticates the request's token (an Unverified argument, from etlcraft.api.auth) into the Principal
+    the endpoint receives. A GET that needs a token runs whole, authentication included, in one read transaction of
+    the Engine DB (EngineDB.shared_read); health, which must answer when the Engine DB does not, is not one."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        @functools.wraps(endpoint)
-        def send(*args: Any, **values: Any) -> Any:
+        reads_only = set(kwargs.get("methods") or ()) <= {"GET", "HEAD"}
+
+        def answer(request: Request, args: Any, values: dict[str, Any]) -> Any:
             result = endpoint(*args, **values)
             if isinstance(result, Response):
                 return result
-            return Document(scrubbing(values["request"]).document(result))
+            return Document(scrubbing(request).document(result))
+
+        @functools.wraps(endpoint)
+        def send(*args: Any, **values: Any) -> Any:
+            request: Request = values["request"]
+            db = request.app.state.db
+            tokens = [name for name, value in values.items() if isinstance(value, Unverified)]
+            if not (reads_only and tokens):
+                for name in tokens:
+                    values[name] = values[name].verify(db)
+                return answer(request, args, values)
+            with db.shared_read():
+                for name in tokens:
+                    values[name] = values[name].verify(db)
+                if not any(values[name].touched for name in tokens):
+                    return answer(request, args, values)
+            # Authentication wrote the token's last use (once a minute): read from a snapshot that holds it.
+            with db.shared_read():
+                return answer(request, args, values)
 
         super().__init__(path, send, **kwargs)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from etlcraft.api.auth import VIEWER
+from etlcraft.api.documents import DocumentRoute
 from etlcraft.api.metrics import render_metrics
 from etlcraft.services.tokens import Principal
 
-router = APIRouter()
+router = APIRouter(route_class=DocumentRoute)
 
 
 @router.get("/metrics", summary="Prometheus metrics of the Engine DB and this process (text format 0.0.4)",

@@ -16,7 +16,7 @@ from etlcraft.services import control, explain
 from etlcraft.services.control import OperationContext, RunRef
 from etlcraft.services.queueing import queue_rerun, rerun_queued_json
 from etlcraft.services.runs import RunRequest, TaskRequest, attempt_log, attempt_log_json, log_chunks
-from etlcraft.services.status import pipeline_of_run, run_status, status_json
+from etlcraft.services.status import pipeline_of_run, run_status_by_id, status_json
 from etlcraft.services.tokens import Principal
 
 router = APIRouter(route_class=DocumentRoute)
@@ -61,8 +61,7 @@ def _context(request: Request, principal: Principal) -> OperationContext:
 
 
 def _status(request: Request, run_id: int) -> Doc:
-    db = request.app.state.db
-    return status_json(run_status(db, pipeline_of_run(db, run_id), run_id))
+    return status_json(run_status_by_id(request.app.state.db, run_id))
 
 
 @router.get("/runs/{run_id}", summary="A run and its tasks (etl-craft status --run-id)")

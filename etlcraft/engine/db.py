@@ -10,6 +10,7 @@ triggers refuse its writes.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import re
 import sqlite3
 import sys
@@ -46,6 +47,9 @@ _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _CODE_PREFIX = re.compile(r"^(EC\d{3}): ")
 _STATE_KEY = "etl_craft.state"
 _BEGIN_KEY = "etl_craft.begin"
+#: The read transaction shared_read() holds open, with its EngineDB, in this thread or task.
+_shared_reads: contextvars.ContextVar[tuple[EngineDB, sa.Connection] | None] = contextvars.ContextVar(
+    "etl_craft_shared_read", default=None)
 
 
 def format_timestamp(value: datetime) -> str:
@@ -239,9 +243,40 @@ class EngineDB:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sa.Connection]:
-        """A read-only transaction. SIGTERM and SIGHUP wait for its end (etlcraft.core.stops)."""
+        """A read-only transaction. SIGTERM and SIGHUP wait for its end (etlcraft.core.stops). Inside
+        shared_read() of this Engine DB, the shared transaction."""
+        shared = _shared_reads.get()
+        if shared is not None and shared[0] is self:
+            yield shared[1]
+            return
         with holding_stops(), self._mapped_errors(None), self.engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextlib.contextmanager
+    def shared_read(self) -> Iterator[None]:
+        """One read transaction for every read() of this Engine DB made inside the block (in this thread or task):
+        an HTTP request that only reads takes one connection from the pool and sends one BEGIN and one COMMIT,
+        however many services it calls, and every read sees one snapshot (REPEATABLE READ on PostgreSQL, as a
+        SQLite read transaction does). Writes inside the block open their own transactions as always, and reads
+        after them still see the block's snapshot: use it for requests that read."""
+        if _shared_reads.get() is not None:
+            yield
+            return
+        with self.read() as conn:
+            self.read_snapshot(conn)
+            token = _shared_reads.set((self, conn))
+            try:
+                yield
+            finally:
+                _shared_reads.reset(token)
+
+    def read_snapshot(self, conn: sa.Connection) -> None:
+        """Make the read transaction just begun on `conn` see one snapshot for all its statements (PostgreSQL reads
+        committed data per statement by default; a SQLite read transaction is a snapshot already). Nothing to do
+        inside shared_read(), whose transaction is one."""
+        shared = _shared_reads.get()
+        if self.is_postgres and not (shared is not None and shared[1] is conn):
+            conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
 
     @contextlib.contextmanager
     def write(self, actor: Actor | None = None, *, mark: bool = True) -> Iterator[sa.Connection]:

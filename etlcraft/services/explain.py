@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from etlcraft.core.enums import RUN_TERMINAL, AttemptStatus
 from etlcraft.core.errors import NotFoundError
 from etlcraft.engine.db import EngineDB
@@ -389,8 +387,7 @@ def read_snapshot(db: EngineDB, request: ExplainRequest) -> Snapshot:
     pipeline = find_pipeline(db, request.pipeline_code)
     run_id = resolve_run(db, pipeline, request.run, "explain")
     with db.read() as conn:
-        if db.is_postgres:  # one snapshot for every read below, not one per statement
-            conn.execute(sa.text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"))
+        db.read_snapshot(conn)  # one snapshot for every read below, not one per statement
         task = fetch_one(db, conn, "explain_task", pipeline_id=pipeline.pipeline_id, task_code=request.task_code)
         if task is None:
             rows = fetch_all(db, conn, "control_task_codes", pipeline_id=pipeline.pipeline_id)

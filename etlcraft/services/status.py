@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
+
 from etlcraft.core.errors import AmbiguousError, NotFoundError, UsageError
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all, fetch_one
@@ -69,8 +71,21 @@ def run_status(db: EngineDB, pipeline_code: str, run_id: int | None, run_key: st
         run = fetch_one(db, conn, "run_header", run_id=run_id)
         if run is None or run["pipeline_id"] != pipeline.pipeline_id:
             raise not_a_run_of(pipeline_code, run_id, run["pipeline_code"] if run else None)
-        rows = fetch_all(db, conn, "run_task_rows", run_id=run_id)
-        waits = {w["task_id"]: w for w in fetch_all(db, conn, "run_open_gate_waits", run_id=run_id)}
+        return _status_of(db, conn, run)
+
+
+def run_status_by_id(db: EngineDB, run_id: int) -> RunStatus:
+    """Run `run_id`, of whichever pipeline (the HTTP API names runs by id alone): the document of run_status."""
+    with db.read() as conn:
+        run = fetch_one(db, conn, "run_header", run_id=run_id)
+        if run is None:
+            raise _no_run(run_id)
+        return _status_of(db, conn, run)
+
+
+def _status_of(db: EngineDB, conn: Connection, run: dict[str, Any]) -> RunStatus:
+    rows = fetch_all(db, conn, "run_task_rows", run_id=run["pipeline_run_id"])
+    waits = {w["task_id"]: w for w in fetch_all(db, conn, "run_open_gate_waits", run_id=run["pipeline_run_id"])}
     tasks = tuple(
         TaskLine(task_code=r["task_code"], status=r["status"] or "NOT RUN", attempts=int(r["attempt_count"] or 0),
                  rows_written=r["rows_written"], seconds=_seconds(r["start_date"], r["end_date"]),
@@ -95,8 +110,12 @@ def pipeline_of_run(db: EngineDB, run_id: int) -> str:
     with db.read() as conn:
         row = fetch_one(db, conn, "run_header", run_id=run_id)
     if row is None:
-        raise NotFoundError(f"run {run_id} does not exist; etl-craft history --pipeline-code P lists the runs")
+        raise _no_run(run_id)
     return str(row["pipeline_code"])
+
+
+def _no_run(run_id: int) -> NotFoundError:
+    return NotFoundError(f"run {run_id} does not exist; etl-craft history --pipeline-code P lists the runs")
 
 
 # --- JSON documents: the one serializer of each read (the CLI prints what these return) ---------------------------

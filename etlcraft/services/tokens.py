@@ -38,6 +38,9 @@ PREFIX = "ect_"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
 _DURATION = re.compile(r"^(\d{1,5})([dhm])$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+#: A token used again within this time is not touched: touch_api_token would not write (it moves LAST_USED_AT at
+#: most once a minute), and a busy client's requests then make no write transaction at all.
+TOUCH_AFTER = timedelta(seconds=60)
 
 
 #: The roles in order: each may do what the roles before it may (viewer reads; operator also triggers, backfills,
@@ -51,10 +54,12 @@ def allows(role: Role, needed: Role) -> bool:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a request acts as: the token's name and role."""
+    """Who a request acts as: the token's name and role. `touched`: authenticating it wrote the token's
+    LAST_USED_AT (at most once a minute), so reads that began before it do not see that."""
 
     name: str
     role: Role
+    touched: bool = dataclasses.field(default=False, compare=False)
 
     @property
     def actor(self) -> Actor:
@@ -165,8 +170,11 @@ def authenticate(db: EngineDB, raw_token: str | None) -> Principal:
         raise TokenExpiredError(f"token {name} expired at {expires_at:%Y-%m-%d %H:%M:%S} UTC; ask an admin for a "
                                 "new token (etl-craft token create)")
     principal = Principal(name, Role(row["token_role"]))
-    with acting_as(principal.actor):
-        call(db, "touch_api_token", token_id=int(row["token_id"]))
+    last_used = as_time(row["last_used_at"])
+    if last_used is None or db.clock.now() - last_used >= TOUCH_AFTER:
+        with acting_as(principal.actor):
+            call(db, "touch_api_token", token_id=int(row["token_id"]))
+        return dataclasses.replace(principal, touched=True)
     return principal
 
 

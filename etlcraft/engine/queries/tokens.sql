@@ -2,7 +2,8 @@
 -- authentication compares in constant time.
 
 -- name: token_by_sha256 :one
-SELECT t.TOKEN_ID, t.TOKEN_NAME, t.TOKEN_ROLE, t.TOKEN_SHA256, t.EXPIRES_AT, t.REVOKED_AT, t.REVOKED_BY
+SELECT t.TOKEN_ID, t.TOKEN_NAME, t.TOKEN_ROLE, t.TOKEN_SHA256, t.EXPIRES_AT, t.REVOKED_AT, t.REVOKED_BY,
+       t.LAST_USED_AT
   FROM {CFG_API_TOKENS} t
  WHERE t.TOKEN_SHA256 = :token_sha256;
 
