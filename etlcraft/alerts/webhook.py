@@ -43,8 +43,9 @@ DEFAULT_TOLERANCE_SECONDS = 300
 SUMMARY_MAX = 150
 #: Slack's section text takes at most 3000 characters; the error's code block stays well under it.
 ERROR_MAX = 2000
-#: How much of a refusing receiver's answer the detail quotes.
+#: How much of a refusing receiver's answer the detail quotes, and how many bytes of it are read at most.
 ANSWER_MAX = 200
+_ANSWER_READ = 4096
 
 _PHRASES = {"RUN_FAILED": "run failed", "SLA_BREACHED": "SLA breached", "ATTEMPT_LOST": "attempt lost",
             "GATE_WAITING": "gate waiting", "RUN_RECOVERED": "run recovered"}
@@ -186,21 +187,32 @@ def _scrubbed(text: str, url: str, target: httpx.URL) -> str:
     return one_line(text, ANSWER_MAX)
 
 
-def _judge(response: httpx.Response, channel: str, url: str, target: httpx.URL) -> Delivery:
+def _answer(response: httpx.Response) -> str:
+    """The start of a receiver's answer: at most _ANSWER_READ bytes are read, however much it sends."""
+    read = b""
+    for chunk in response.iter_bytes():
+        read += chunk
+        if len(read) >= _ANSWER_READ:
+            break
+    return read[:_ANSWER_READ].decode(response.encoding or "utf-8", "replace")
+
+
+def _judge(response: httpx.Response, answer: str, channel: str, url: str, target: httpx.URL) -> Delivery:
     """The Delivery of an answer: 2xx delivered; 408, 429 and 5xx retryable; any other answer final."""
     status = response.status_code
     answered = f"{channel} {peer(target)}: answered HTTP {status} {response.reason_phrase}".rstrip()
     if 200 <= status < 300:
         return Delivery("DELIVERED", answered)
-    said = _scrubbed(response.text, url, target) if response.content else ""
+    said = _scrubbed(answer, url, target)
     answered += f" ({said})" if said else ""
     if status in (408, 429) or status >= 500 or status < 200:
         return Delivery("FAILED", f"{answered}; expected a 2xx answer; the receiver is unavailable or busy, "
-                                  "so the alert is sent again later", retryable=True)
+                                  "another attempt may succeed", retryable=True)
     remedy = ("etl-craft does not follow redirects: configure the URL the redirect points to" if status < 400 else
               "the receiver refused the alert: check the URL" + ("" if channel == "Slack" else
               " and the signing key it verifies with"))
-    return Delivery("FAILED", f"{answered}; expected a 2xx answer; {remedy}; not sent again", retryable=False)
+    return Delivery("FAILED", f"{answered}; expected a 2xx answer; {remedy}; another attempt would fail the same way",
+                    retryable=False)
 
 
 def post_alert(alert: AlertMessage, url: str, signing_key: str | None, *, slack: bool = False,
@@ -219,12 +231,14 @@ def post_alert(alert: AlertMessage, url: str, signing_key: str | None, *, slack:
                                   "variable the alert rule names", retryable=False)
     body, headers = _request(alert, signing_key, slack)
     try:
-        response = httpx.post(target, content=body, headers=headers, timeout=timeout, follow_redirects=False)
+        with httpx.stream("POST", target, content=body, headers=headers, timeout=timeout,
+                          follow_redirects=False) as response:
+            answer = "" if response.is_success else _answer(response)
     except httpx.TimeoutException:
         return Delivery("FAILED", f"{channel} {peer(target)}: no answer within {timeout:g} s; expected a 2xx "
-                                  "answer; sent again later", retryable=True)
+                                  "answer; another attempt may succeed", retryable=True)
     except httpx.HTTPError as error:
         said = _scrubbed(str(error) or type(error).__name__, url, target)
         return Delivery("FAILED", f"{channel} {peer(target)}: {type(error).__name__}: {said}; expected a 2xx "
-                                  "answer; sent again later", retryable=True)
-    return _judge(response, channel, url, target)
+                                  "answer; another attempt may succeed", retryable=True)
+    return _judge(response, answer, channel, url, target)

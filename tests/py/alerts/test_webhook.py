@@ -61,6 +61,9 @@ class Receiver:
     script: list[int] = field(default_factory=list)
     clock_offset: float = 0.0
     hold: threading.Event | None = None
+    #: Refusals announce ten million bytes, send 8 KiB of them and wait until the test ends.
+    endless: bool = False
+    released: threading.Event = field(default_factory=threading.Event)
     requests: list[Request] = field(default_factory=list)
     accepted: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -94,6 +97,13 @@ def receiver() -> Iterator[Receiver]:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain")
+                if state.endless and status >= 400:
+                    self.send_header("Content-Length", str(10**7))
+                    self.end_headers()
+                    self.wfile.write(text.encode() + b"x" * 8192)
+                    self.wfile.flush()
+                    state.released.wait(10)
+                    return
                 self.end_headers()
                 self.wfile.write(text.encode())
             except (BrokenPipeError, ConnectionResetError):
@@ -111,6 +121,7 @@ def receiver() -> Iterator[Receiver]:
     finally:
         if state.hold is not None:
             state.hold.set()
+        state.released.set()
         server.shutdown()
         server.server_close()
         thread.join(5)
@@ -186,7 +197,7 @@ def test_post_alert__refusal__retryable_only_when_trying_again_can_help(
     assert (delivery.outcome, delivery.retryable) == ("FAILED", retryable), delivery
     assert f"webhook {receiver.url}: answered HTTP {status}" in delivery.detail
     assert "expected a 2xx answer" in delivery.detail
-    assert ("not sent again" in delivery.detail) is not retryable
+    assert ("another attempt would fail the same way" in delivery.detail) is not retryable
 
 
 def test_post_alert__secret_path_and_query__absent_from_every_detail(receiver: Receiver) -> None:
@@ -206,6 +217,14 @@ def test_post_alert__secret_path_and_query__absent_from_every_detail(receiver: R
     for detail in details:
         assert "XyZsecretPart" not in detail and "qs-secret-value" not in detail and KEY not in detail, detail
         assert "T0001" not in detail and "services" not in detail, detail
+
+
+def test_post_alert__endless_refusal__judged_on_its_start_without_reading_it_all(receiver: Receiver) -> None:
+    receiver.script, receiver.endless = [503], True
+    delivery = post_alert(ALERT, receiver.url + "/hooks/etl", KEY, timeout=2)
+    assert (delivery.outcome, delivery.retryable) == ("FAILED", True), delivery
+    assert f"webhook {receiver.url}: answered HTTP 503 Service Unavailable (cannot take … now" in delivery.detail
+    assert len(delivery.detail) < 400, delivery.detail
 
 
 def test_post_alert__no_listener_or_no_answer__retryable(receiver: Receiver) -> None:
