@@ -178,9 +178,9 @@ def _request(alert: AlertMessage, signing_key: str | None, slack: bool) -> tuple
 
 
 def _scrubbed(text: str, url: str, target: httpx.URL) -> str:
-    """`text` (an error or a receiver's answer) on one line, capped, without the URL, its path or its query."""
-    query = target.query.decode("ascii", "replace")
-    for secret in sorted({url, str(target), target.raw_path.decode("ascii", "replace"), target.path, query},
+    """`text` (an error or a receiver's answer) on one line, capped, without the URL, its path, query or password."""
+    query, userinfo = target.query.decode("ascii", "replace"), target.userinfo.decode("ascii", "replace")
+    for secret in sorted({url, str(target), target.raw_path.decode("ascii", "replace"), target.path, query, userinfo},
                          key=len, reverse=True):
         if len(secret) > 1:
             text = text.replace(secret, "…")
