@@ -150,7 +150,7 @@ TLS_MODES = ("starttls", "ssl", "none")
 SECTIONS: tuple[Section, ...] = (
     Section("Engine", True, "The Engine DB: metadata, run history and the state machine."),
     Section("Warehouse", True, "The database SQL tasks read and write."),
-    Section("Email", False, "The SMTP relay that alert e-mails will go through.", planned=ALERTS_RELEASE),
+    Section("Email", False, "The SMTP relay that alert e-mails and EMAIL_ALERT tasks go through."),
     Section(
         "Orchestration",
         False,
