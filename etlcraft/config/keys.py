@@ -320,7 +320,8 @@ KEYS: tuple[Key, ...] = (
         "Email",
         "to",
         KeyType.TEXT_LIST,
-        "The recipients, as a YAML list.",
+        "The recipients of alerts, as a YAML list (an EMAIL_ALERT task names its own in its RECIPIENTS "
+        "parameter).",
         required=True,
         pattern=ADDRESS_PATTERN,
         pattern_meaning="an e-mail address such as ops@example.com",

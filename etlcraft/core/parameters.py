@@ -252,7 +252,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("RECIPIENTS", Kind.EMAILS, ("EMAIL_ALERT",), required_for=("EMAIL_ALERT",),
               meaning="The addresses the alert is sent to, all in one message."),
     Parameter("SUBJECT", Kind.TEXT, ("EMAIL_ALERT",),
-              default_text="a subject naming the pipeline, the run and its status",
+              default_text="the pipeline, the run and the tasks that failed so far, with the first one's error",
               meaning="The alert's subject, made one line of at most 200 characters. $$pipeline_id, "
                       "$$pipeline_code, $$pipeline_run_id, $$task_run_id, $$task_code and $$run_date are replaced "
                       "with the run's values."),
