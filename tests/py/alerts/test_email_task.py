@@ -168,3 +168,14 @@ def test_validate_accepts_the_alert_tasks_and_names_each_one_when_the_email_sect
         "SMTP relay in the Email section (host, from_address, to); add the Email section "
         "(docs/guides/alerts-email.md), or switch the task off in a new project migration "
         "(migrations/NNNN_name.sql)")
+
+
+def test_doctor_shows_the_email_mode_and_greets_the_relay(project: Path, mail_relay: Relay) -> None:
+    done = etl_craft("doctor", "--format", "json", cwd=project)
+    checks = {c["name"]: c for c in json.loads(done.out)["checks"]}
+    assert checks["email"]["status"] == "ok"
+    assert checks["email"]["detail"].startswith(f"relay 127.0.0.1:{mail_relay.port}, tls_mode starttls, no login")
+    assert checks["email relay"]["status"] == "ok"
+    relay_detail = checks["email relay"]["detail"]
+    assert "over TLS" in relay_detail and "its certificate verified" in relay_detail
+    assert mail_relay.recorder.received == []
