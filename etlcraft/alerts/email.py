@@ -152,9 +152,12 @@ def _failure(exc: Exception, email: EmailConfig, relay: str, to: Sequence[str]) 
         return (f"the relay {relay} presented a certificate that was refused ({exc.verify_message}); expected a "
                 f"certificate for {email.host} signed by {authorities}; give the relay such a certificate, set "
                 "Email.host to the name its certificate bears, or set Email.ca_file to the PEM file of its authority")
-    if isinstance(exc, smtplib.SMTPNotSupportedError) and email.tls_mode == "starttls":
+    if isinstance(exc, smtplib.SMTPNotSupportedError) and "STARTTLS" in str(exc):
         return (f"the relay {relay} does not offer STARTTLS (tls_mode starttls); expected a relay that upgrades to "
                 "TLS; use the relay's TLS port with tls_mode ssl, or a relay that offers STARTTLS")
+    if isinstance(exc, smtplib.SMTPNotSupportedError) and "AUTH" in str(exc):
+        return (f"the relay {relay} does not offer a login (no AUTH), but Email.username is {email.username}; "
+                "remove Email.username and Email.secret, or use the relay's submission port that takes a login")
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         return (f"the relay {relay} refused the login of {email.username} ({exc.smtp_code} {_text(exc.smtp_error)});"
                 f" check Email.username and the password in the variable {email.secret}")

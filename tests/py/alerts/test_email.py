@@ -264,3 +264,18 @@ def test_doctor_refuses_tls_mode_none_with_a_login_and_a_missing_ca_file(tmp_pat
     assert check.status == FAIL and "the password would cross the network unencrypted" in check.detail
     missing = load_config(project(tmp_path, "  ca_file: certs/missing.pem\n"))
     assert ("email ca_file", FAIL) in [(c.name, c.status) for c in email_checks(missing)]
+
+
+def test_a_relay_without_starttls_or_without_a_login_is_refused_saying_which(
+        starttls_relay: Relay, ca_file: Path) -> None:
+    with relay(None) as plain_relay:
+        refused = send_email("t", "b", settings(plain_relay, ca_file), ("ops@example.com",), None)
+    assert refused.outcome == "FAILED" and refused.detail.startswith(
+        f"the relay 127.0.0.1:{plain_relay.port} does not offer STARTTLS (tls_mode starttls)")
+    assert plain_relay.recorder.received == []
+    # aiosmtpd offers a login only after STARTTLS: without it, the relay has no AUTH to offer.
+    plain = send_email("t", "b", settings(starttls_relay, None, tls_mode="none", username="etl"),
+                       ("ops@example.com",), PASSWORD)
+    assert plain.outcome == "FAILED"
+    assert plain.detail.startswith(f"the relay 127.0.0.1:{starttls_relay.port} does not offer a login (no AUTH)")
+    assert PASSWORD not in repr(plain) and starttls_relay.recorder.received == []
