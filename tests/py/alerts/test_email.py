@@ -155,7 +155,7 @@ def test_b20_a_multi_line_database_error_in_the_subject_arrives_as_one_line(
     assert "Run: 42 / schedule:2026-12-05" in body and "API: http://127.0.0.1:8730/api/v1/runs/42" in body
 
 
-def test_b20_a_long_subject_is_capped_with_an_ellipsis_and_delivered(starttls_relay: Relay, ca_file: Path) -> None:
+def test_a_long_subject_is_capped_with_an_ellipsis_and_delivered(starttls_relay: Relay, ca_file: Path) -> None:
     delivery = send_alert(alert("x" * 5000 + "\nsecond line"), settings(starttls_relay, ca_file),
                           ("ops@example.com",), None)
     assert delivery.outcome == "DELIVERED", delivery.detail
@@ -175,11 +175,11 @@ def test_b20_a_long_subject_is_capped_with_an_ellipsis_and_delivered(starttls_re
     ("y" * 200, "y" * 200),
     ("y" * 201, "y" * 199 + "\u2026"),
 ])
-def test_b20_safe_subject(text: str, line: str) -> None:
+def test_safe_subject_makes_one_line(text: str, line: str) -> None:
     assert safe_subject(text) == line
 
 
-def test_b20_a_header_problem_is_reported_like_a_send_problem(starttls_relay: Relay, ca_file: Path) -> None:
+def test_a_header_problem_is_reported_like_a_send_problem(starttls_relay: Relay, ca_file: Path) -> None:
     delivery = send_email("test", "body", settings(starttls_relay, ca_file), ("ops@example.com\r\nBcc: x@y.z",), None)
     assert delivery.outcome == "FAILED" and not delivery.retryable
     assert "could not be built or sent through 127.0.0.1:" in delivery.detail
