@@ -17,8 +17,10 @@ def command(ctx: CliContext, output_format: str) -> None:
     """Check the Engine DB: the connection, the schema version, and (PostgreSQL) logins other than
     etl-craft's that hold INSERT, UPDATE, DELETE or TRUNCATE on its tables, PUBLIC's EXECUTE on its functions
     (which run as their owner), and the grants of the roles of etl-craft grant, explaining any other grant on the
-    schema; or (SQLite) a database file that group or others can write. Exits non-zero when a check fails."""
-    report = doctor(ctx.engine_db(), ctx.sqlite_path())
+    schema; or (SQLite) a database file that group or others can write. With an Email section: its TLS mode (none
+    with a login fails), its CA file and password variable, and whether the relay answers a greeting over verified
+    TLS (nothing is sent). Exits non-zero when a check fails."""
+    report = doctor(ctx.engine_db(), ctx.sqlite_path(), ctx.config() if ctx.has_project else None)
     doc = document("doctor", 1, {
         "healthy": report.healthy,
         "checks": [{"name": c.name, "status": c.status, "detail": c.detail, "remedy": c.remedy}

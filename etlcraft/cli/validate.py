@@ -25,7 +25,8 @@ def command(ctx: CliContext, pipeline_code: str | None, offline: bool, output_fo
     codes, handlers and actions, task parameters, dependencies and cycles, schedules and time zones, table
     formats, and each SQL_FILE (exactly one read-only SELECT with plain output names) and SCRIPT_FILE. Unless
     --offline, also the warehouse: every table and column a SELECT reads exists (or is made by a task of the
-    project), every merge key is among the SELECT's columns, and every existing target suits its task's action.
+    project), every merge key is among the SELECT's columns, and every existing target suits its task's action;
+    and that EMAIL_ALERT tasks have an Email section to send through.
     A warehouse that cannot be reached is a warning, not a problem. Writes nothing. Exits 7 when there is a
     problem."""
     config = ctx.config()

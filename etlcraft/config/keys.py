@@ -150,7 +150,7 @@ TLS_MODES = ("starttls", "ssl", "none")
 SECTIONS: tuple[Section, ...] = (
     Section("Engine", True, "The Engine DB: metadata, run history and the state machine."),
     Section("Warehouse", True, "The database SQL tasks read and write."),
-    Section("Email", False, "The SMTP relay that alert e-mails will go through.", planned=ALERTS_RELEASE),
+    Section("Email", False, "The SMTP relay that alert e-mails and EMAIL_ALERT tasks go through."),
     Section(
         "Orchestration",
         False,
@@ -320,7 +320,8 @@ KEYS: tuple[Key, ...] = (
         "Email",
         "to",
         KeyType.TEXT_LIST,
-        "The recipients, as a YAML list.",
+        "The recipients of alerts, as a YAML list (an EMAIL_ALERT task names its own in its RECIPIENTS "
+        "parameter).",
         required=True,
         pattern=ADDRESS_PATTERN,
         pattern_meaning="an e-mail address such as ops@example.com",

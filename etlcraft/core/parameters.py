@@ -252,9 +252,13 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("RECIPIENTS", Kind.EMAILS, ("EMAIL_ALERT",), required_for=("EMAIL_ALERT",),
               meaning="The addresses the alert is sent to, all in one message."),
     Parameter("SUBJECT", Kind.TEXT, ("EMAIL_ALERT",),
-              default_text="a subject naming the pipeline, the run and its status",
-              meaning="The alert's subject line. $$pipeline_id, $$pipeline_run_id, $$task_run_id and $$run_date are "
-                      "replaced with the run's values."),
+              default_text="the pipeline, the run and the tasks that failed so far, with the first one's error",
+              meaning="The alert's subject, made one line of at most 200 characters. $$pipeline_id, "
+                      "$$pipeline_code, $$pipeline_run_id, $$task_run_id, $$task_code and $$run_date are replaced "
+                      "with the run's values."),
+    Parameter("BODY", Kind.TEXT, ("EMAIL_ALERT",),
+              default_text="the run's tasks so far, each with its status and full error",
+              meaning="The alert's text, with the same $$ tokens as SUBJECT."),
     Parameter("INPUT_PARAMS", Kind.JSON_OBJECT, ("PYTHON",), default="{}",
               meaning="Inputs handed to the ingestion script with the run's identities and its stored offset."),
 )

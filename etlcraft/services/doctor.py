@@ -6,12 +6,17 @@ them, while any other grant on the schema is listed with what it lets its holder
 
 from __future__ import annotations
 
+import os
+import smtplib
+import ssl
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
 
+from etlcraft.alerts.email import failure_text, probe
+from etlcraft.config.loader import ProjectConfig
 from etlcraft.core.errors import EtlCraftError
 from etlcraft.engine import grants
 from etlcraft.engine.catalog import owned_tables, table_exists
@@ -39,7 +44,15 @@ class DoctorReport:
         return all(c.status != FAIL for c in self.checks)
 
 
-def doctor(db: EngineDB, sqlite_path: Path | None = None) -> DoctorReport:
+def doctor(db: EngineDB, sqlite_path: Path | None = None, config: ProjectConfig | None = None) -> DoctorReport:
+    """The Engine DB's checks, then (with the project's `config`) the Email section's."""
+    report = _engine_doctor(db, sqlite_path)
+    if config is not None:
+        report.checks.extend(email_checks(config))
+    return report
+
+
+def _engine_doctor(db: EngineDB, sqlite_path: Path | None) -> DoctorReport:
     report = DoctorReport()
     if sqlite_path is not None and not sqlite_path.exists():
         report.checks.append(Check("connection", FAIL, f"the Engine DB file {sqlite_path} does not exist yet",
@@ -219,3 +232,51 @@ def _file_mode_check(path: Path) -> Check:
         return Check("file", WARN, f"writable by group or others: {found}",
                      "chmod go-w " + " ".join(str(p) for p, _ in loose))
     return Check("file", OK, f"{path} and its folder are writable by their owner only")
+
+
+def email_checks(config: ProjectConfig) -> list[Check]:
+    """The Email section: the TLS mode and what it verifies (none with a login is refused), the CA file, the
+    password's variable, and whether the relay answers (a relay that cannot be reached is a warning: alerts are
+    retried, and data tasks never wait for the relay)."""
+    email = config.email
+    if email is None:
+        return []
+    relay = f"{email.host}:{email.port}"
+    login = f"login as {email.username} (password in the variable {email.secret})" if email.username else "no login"
+    detail = f"relay {relay}, tls_mode {email.tls_mode}, {login}, from {email.from_address} to {', '.join(email.to)}"
+    if email.tls_mode == "none":
+        if email.username is not None:
+            return [Check("email", FAIL, f"{detail}: the password would cross the network unencrypted",
+                          "set Email.tls_mode to starttls or ssl, or remove Email.username and Email.secret")]
+        mode = Check("email", WARN, f"{detail}: messages cross the network unencrypted",
+                     "set Email.tls_mode to starttls or ssl if the relay offers TLS")
+    else:
+        authorities = f"the authorities in {email.ca_file}" if email.ca_file else "the system's authorities"
+        mode = Check("email", OK, f"{detail}; the relay's certificate is verified against {authorities} and the "
+                     f"name {email.host}")
+    checks = [mode]
+    if email.ca_file is not None and not (email.ca_file.is_file() and os.access(email.ca_file, os.R_OK)):
+        checks.append(Check("email ca_file", FAIL, f"Email.ca_file {email.ca_file} does not exist or cannot be read",
+                            "point Email.ca_file at the PEM file of the relay's certificate authority (relative "
+                            "paths start at the project directory)"))
+        return checks
+    if email.secret is not None:
+        try:
+            config.secret_value(email)
+        except EtlCraftError as exc:
+            checks.append(Check("email secret", FAIL, str(exc), f"set the variable {email.secret}"))
+    checks.append(_relay_check(config, relay))
+    return checks
+
+
+def _relay_check(config: ProjectConfig, relay: str) -> Check:
+    email = config.email
+    assert email is not None
+    try:
+        answer = probe(email)
+    except ssl.SSLCertVerificationError as exc:
+        return Check("email relay", FAIL, failure_text(exc, email), "see the message")
+    except (OSError, smtplib.SMTPException) as exc:
+        return Check("email relay", WARN, failure_text(exc, email),
+                     "alerts wait in the Engine DB and are sent once the relay answers")
+    return Check("email relay", OK, f"the relay {relay} {answer} (nothing was sent)")

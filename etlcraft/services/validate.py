@@ -36,6 +36,8 @@ from etlcraft.core.states import state_machine
 from etlcraft.core.zones import EXPECTED as _ZONE_EXPECTED
 from etlcraft.core.zones import zone_problem
 from etlcraft.engine.db import EngineDB
+from etlcraft.handlers.email_alert import TOKENS as _ALERT_TOKENS
+from etlcraft.handlers.email_alert import unknown_tokens
 from etlcraft.services import validate_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, load_metadata
 
@@ -93,10 +95,22 @@ def validate(db: EngineDB, project_dir: Path, warehouse_dialect: str, pipeline_c
         return report
     found = validate_warehouse.check_warehouse(metadata, config, pipeline_code)
     problems = [*report.problems, *(_task_problem(p.task, p.check, p.finding, p.value, p.expected, p.remedy)
-                                    for p in found.problems)]
+                                    for p in found.problems), *_relay_problems(metadata, config, pipeline_code)]
     warnings = (found.warning,) if found.warning else ()
     return replace(report, problems=tuple(_ordered(problems, metadata)), warnings=warnings,
                    notes=tuple(dict.fromkeys(found.notes)), warehouse="unreachable" if warnings else "checked")
+
+
+def _relay_problems(metadata: Metadata, config: ProjectConfig, pipeline_code: str | None) -> Iterator[Problem]:
+    """EMAIL_ALERT tasks send through the relay of the Email section: without one, each of them would fail."""
+    if config.email is not None:
+        return
+    for task in metadata.tasks:
+        if task.handler == "EMAIL_ALERT" and pipeline_code in (None, task.pipeline_code):
+            yield _task_problem(task, "email-not-configured", "it is an EMAIL_ALERT task, but craft-connector.yml "
+                                "has no Email section", None, "the SMTP relay in the Email section (host, "
+                                "from_address, to)", "add the Email section (docs/guides/alerts-email.md), or "
+                                f"switch the task off {_NEW_MIGRATION}")
 
 
 def _ordered(found: list[Problem], metadata: Metadata) -> list[Problem]:
@@ -262,6 +276,11 @@ def _parameter_problems(task: TaskView) -> Iterator[Problem]:
         elif (reason := spec.check(value.value)) is not None:
             yield _task_problem(task, "parameter-invalid", f"parameter {spec.name} {reason}", value.value,
                                 spec.expected, f"correct its PARAMETER_VALUE {_NEW_MIGRATION}")
+        elif spec.name in ("SUBJECT", "BODY") and (unknown := unknown_tokens(value.value or "")):
+            yield _task_problem(task, "token-unknown", f"parameter {spec.name} uses {', '.join(unknown)}, which "
+                                f"{'has' if len(unknown) == 1 else 'have'} no value", value.value,
+                                f"tokens among {', '.join('$$' + t for t in _ALERT_TOKENS)}",
+                                f"correct its PARAMETER_VALUE {_NEW_MIGRATION}")
     for spec in params.PARAMETERS:
         if spec.name not in given and spec.required(task.handler, task.action or None):
             yield _task_problem(task, "parameter-required", f"parameter {spec.name} is missing", None,

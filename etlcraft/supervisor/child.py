@@ -188,10 +188,14 @@ def _dispatch(context: TaskContext, db: EngineDB, owner_id: str) -> HandlerResul
         from etlcraft.handlers.business_rules import run_business_rules
 
         return run_business_rules(context, engine_db=db, owner_id=owner_id)
+    if context.handler == "EMAIL_ALERT":
+        from etlcraft.handlers.email_alert import run_email_alert
+
+        return run_email_alert(context, engine_db=db)
     raise EtlCraftError(
-        f"task {context.task_code} has HANDLER {context.handler}, which this version of etl-craft cannot run yet "
-        "(it runs SQL, PYTHON and BUSINESS_RULES tasks); switch the task off or change its handler in a project "
-        "migration"
+        f"task {context.task_code} has HANDLER {context.handler}, which this version of etl-craft cannot run "
+        "(it runs SQL, PYTHON, BUSINESS_RULES and EMAIL_ALERT tasks); switch the task off or change its handler in "
+        "a project migration"
     )
 
 

@@ -38,12 +38,6 @@ def test_a_new_project_loads_as_scaffolded(tmp_path: Path, blank: tuple[str, ...
             f"with the HTTP API and commands that name their project; remove it {NOT_READ}",
             id="project",
         ),
-        pytest.param(
-            "Email:\n  host: smtp.example.com\n  from_address: etl@example.com\n  to: [ops@example.com]\n",
-            "the section Email is not supported yet: it is planned for etl-craft 0.4.0, with alerts by e-mail and "
-            f"webhook; remove the section {NOT_READ}",
-            id="email",
-        ),
     ],
 )
 @pytest.mark.parametrize("command", [("migrate",), ("list",)], ids=["migrate", "list"])

@@ -243,6 +243,16 @@ def _(s: Setup) -> None:
     s.parameter("alert", "RECIPIENTS", "team@example.com, nobody")
 
 
+@case("email_alert_unknown_token",
+     f"task sales.alert: parameter SUBJECT uses $$run_day, which has no value; expected tokens among "
+     f"$$pipeline_id, $$pipeline_code, $$pipeline_run_id, $$task_run_id, $$task_code, $$run_date; correct its "
+     f"PARAMETER_VALUE{MIG}")
+def _(s: Setup) -> None:
+    s.project.task("sales", "alert", handler="EMAIL_ALERT")
+    s.parameter("alert", "RECIPIENTS", "team@example.com")
+    s.parameter("alert", "SUBJECT", "Run $$pipeline_run_id of $$run_day")
+
+
 @case("input_params_not_an_object",
      f"task sales.pull: parameter INPUT_PARAMS is JSON list, not an object; expected a JSON "
      f"object, for example {{\"since\": \"2026-01-01\"}}; correct its PARAMETER_VALUE{MIG}")

@@ -32,7 +32,8 @@ def alerts(tmp_path: Path) -> Path:
     return project
 
 
-def test_a_task_whose_handler_cannot_run_fails_with_its_reason_and_skips_its_dependents(alerts: Path) -> None:
+def test_a_task_that_cannot_run_fails_with_its_reason_and_skips_its_dependents(alerts: Path) -> None:
+    """notify is an EMAIL_ALERT task in a project without an Email section: it fails saying so."""
     done = etl_craft("run", "--pipeline-code", "alerts", "--run-key", "manual:one", cwd=alerts)
     assert done.code == 9, done.err
     assert "notify: FAILED" in done.out
@@ -44,7 +45,8 @@ def test_a_task_whose_handler_cannot_run_fails_with_its_reason_and_skips_its_dep
     assert status["run"]["status"] == "FAILED" and status["run"]["ended_by"] == "etl-craft"
     tasks = {t["task_code"]: t for t in status["tasks"]}
     assert tasks["notify"]["status"] == "FAILED"
-    assert tasks["notify"]["note"].startswith("EtlCraftError: task notify has HANDLER EMAIL_ALERT, which this version")
+    assert tasks["notify"]["note"].startswith("ConfigurationError: task notify is an EMAIL_ALERT task, but ")
+    assert "has no Email section" in tasks["notify"]["note"]
     assert tasks["after"]["status"] == "SKIPPED"
     log = etl_craft("logs", "--attempt-id", str(tasks["notify"]["attempt_id"]), cwd=alerts)
     assert "attempt 1 of task notify (run 1) started" in log.out

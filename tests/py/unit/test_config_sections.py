@@ -3,8 +3,8 @@ loader and docs/reference/configuration.md, whole numbers (S2.G.8), the fingerpr
 extended to Email. Secrets never leak into repr(), messages or logs.
 
 No setting is silently ignored: a section or key planned for a later release is refused when the file sets it.
-The Email section is planned (alerts); the tests of its checks lift its plan mark (`email_supported`) to check
-the section as the loader will once alerts read it."""
+The Email section is read since alerts by e-mail (the `email_supported` fixture, once needed to lift its plan mark,
+now makes sure it has none)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 import etlcraft.config.keys as keys_module
-import etlcraft.config.loader as loader_module
 from etlcraft.config.keys import KEYS, RULES, SECTIONS, WHOLE_NUMBER_MAX, Key, KeyType, keys_of, planned_for
 from etlcraft.config.loader import (
     CONFIG_FILE,
@@ -56,16 +55,9 @@ def _hermetic_environ(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-def lift_email_plan(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Email section with its plan mark lifted: loaded and checked as it will be once alerts read it."""
-    lifted = tuple(dataclasses.replace(s, planned=None) if s.name == "Email" else s for s in SECTIONS)
-    monkeypatch.setattr(keys_module, "SECTIONS", lifted)
-    monkeypatch.setattr(loader_module, "SECTIONS", lifted)
-
-
 @pytest.fixture
-def email_supported(monkeypatch: pytest.MonkeyPatch) -> None:
-    lift_email_plan(monkeypatch)
+def email_supported() -> None:
+    assert not any(s.planned for s in SECTIONS if s.name == "Email"), "the Email section is read: no plan mark"
 
 
 def write_project(directory: Path, text: str, env: str | None = None) -> Path:
@@ -546,26 +538,18 @@ def test_a_planned_key_is_refused_naming_its_release_and_the_remedy(tmp_path: Pa
     assert load_error(tmp_path) == message
 
 
-@pytest.mark.parametrize(
-    "section",
-    [EMAIL, EMAIL_AUTH + "  port: 0\n", "Email: {}\n", "Email:\n", "Email: [ops@example.com]\n"],
-    ids=["valid", "invalid-values", "empty", "null", "a-list"],
-)
-def test_the_email_section_is_refused_whatever_it_holds(tmp_path: Path, section: str) -> None:
-    write_project(tmp_path, BASE + section + "Orchestration:\n  Retries: 1\n")
-    assert load_error(tmp_path) == (
-        "craft-connector.yml: the section Email is not supported yet: it is planned for etl-craft 0.4.0, with "
-        "alerts by e-mail and webhook; remove the section (etl-craft 0.1.0.dev0 does not read it)"
-    )
+def test_the_email_section_is_read_now_that_alerts_send_e_mail(tmp_path: Path) -> None:
+    config = load_config(write_project(tmp_path, BASE + EMAIL))
+    assert config.email is not None and config.email.host == "smtp.example.com"
+    assert config.email.tls_mode == "starttls" and config.email.port == 587
 
 
 def test_the_planned_marks_follow_the_roadmap() -> None:
-    assert {k.path: planned_for(k) for k in KEYS if planned_for(k) and k.section != "Email"} == {
+    assert {k.path: planned_for(k) for k in KEYS if planned_for(k)} == {
         "Orchestration.Project": keys_module.API_RELEASE,
         "Orchestration.Db_pool_size": keys_module.WORKERS_RELEASE,
     }
-    assert all(planned_for(k) == keys_module.ALERTS_RELEASE for k in keys_of("Email"))
-    assert [s.name for s in SECTIONS if s.planned] == ["Email"]
+    assert [s.name for s in SECTIONS if s.planned] == []
 
 
 def test_every_key_that_is_not_planned_is_read_by_the_code() -> None:
@@ -869,12 +853,9 @@ SECRET_BEARING = {
     "host", ["etl:hunter2@smtp.example.com", "etl@smtp.example.com", "smtp://etl:hunter2@smtp.example.com"]
 )
 def test_b48_email_host_with_user_information_is_refused_without_showing_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str
+    tmp_path: Path, host: str
 ) -> None:
-    """Today the section is refused as planned, showing none of it; once alerts read it, the host is refused."""
     write_project(tmp_path, email(base=EMAIL.replace("smtp.example.com", host, 1)))
-    assert "not supported yet" in load_error(tmp_path) and "hunter2" not in load_error(tmp_path)
-    lift_email_plan(monkeypatch)
     message = load_error(tmp_path)
     assert message == (
         "craft-connector.yml: Email.host holds user information (an @; the value is not shown, it may hold a "

@@ -38,7 +38,7 @@ def test_the_parameters_the_seed_names_are_all_there() -> None:
     ("SQL", "CREATE_TABLE", {"TABLE_FORMAT"}, set()),
     ("SQL", "OVERWRITE_TABLE", {"SCHEMA_EVOLUTION", "TABLE_FORMAT"}, set()),
     ("PYTHON", None, {"INPUT_PARAMS"}, set()),
-    ("EMAIL_ALERT", None, {"RECIPIENTS", "SUBJECT"}, {"RECIPIENTS"}),
+    ("EMAIL_ALERT", None, {"RECIPIENTS", "SUBJECT", "BODY"}, {"RECIPIENTS"}),
     ("BUSINESS_RULES", None, set(), set()),
 ])
 def test_which_parameters_a_task_takes(handler: str, action: str | None, applies: set[str], required: set[str]
