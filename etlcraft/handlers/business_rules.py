@@ -66,6 +66,15 @@ class Judgement:
     scope: list[str] | None = None
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What the Engine DB did with one rule's judgement: flags opened and closed, and how many are open now."""
+
+    flagged: int
+    cleared: int
+    active: int
+
+
 def run_business_rules(ctx: TaskContext, *, engine_db: EngineDB, owner_id: str) -> HandlerResult:
     """Judge the task's table against each of its active rules; record the flags; the counts and a summary."""
     task = f"{ctx.pipeline_code}.{ctx.task_code}"
@@ -116,13 +125,14 @@ def full_check_reason(ctx: TaskContext) -> str | None:
     return None
 
 
-def _record(engine_db: EngineDB, conn: Any, ctx: TaskContext, owner_id: str, judgement: Judgement) -> Any:
+def _record(engine_db: EngineDB, conn: Any, ctx: TaskContext, owner_id: str, judgement: Judgement) -> Recorded:
     """Record one rule's judgement on `conn`: the whole list of failing keys for a full check, else the judged keys
     in batches of SCOPE_BATCH (each with its failing keys); the counts summed over the batches."""
     rule_id = judgement.rule.rule_id
     if judgement.scope is None:
-        return call_in(engine_db, conn, "record_rule_flags", attempt_id=ctx.attempt_id, owner_id=owner_id,
-                       business_rule_id=rule_id, failing_keys=json.dumps(judgement.failing))[0]
+        row = call_in(engine_db, conn, "record_rule_flags", attempt_id=ctx.attempt_id, owner_id=owner_id,
+                      business_rule_id=rule_id, failing_keys=json.dumps(judgement.failing))[0]
+        return Recorded(int(row.flagged), int(row.cleared), int(row.active))
     failing = set(judgement.failing)
     flagged = cleared = active = 0
     for start in range(0, max(len(judgement.scope), 1), SCOPE_BATCH):
@@ -130,15 +140,8 @@ def _record(engine_db: EngineDB, conn: Any, ctx: TaskContext, owner_id: str, jud
         row = call_in(engine_db, conn, "record_rule_scope", attempt_id=ctx.attempt_id, owner_id=owner_id,
                       business_rule_id=rule_id, scope_keys=json.dumps(batch),
                       failing_keys=json.dumps([k for k in batch if k in failing]))[0]
-        flagged, cleared, active = flagged + row.flagged, cleared + row.cleared, row.active
+        flagged, cleared, active = flagged + int(row.flagged), cleared + int(row.cleared), int(row.active)
     return Recorded(flagged, cleared, active)
-
-
-@dataclass(frozen=True)
-class Recorded:
-    flagged: int
-    cleared: int
-    active: int
 
 
 def _table(ctx: TaskContext, task: str, dialect: str) -> TableName:
