@@ -148,6 +148,25 @@ def test_b21_flags_close_when_their_key_is_fixed__deleted__or_soft_deleted__clos
     assert bob == [("N", 1), ("Y", 3)]
 
 
+def test_b52_a_table_without_pipeline_run_id_is_checked_in_full__and_the_task_log_says_which_column_to_add(
+        wh: Wh) -> None:
+    """The rules task judges a table no etl-craft SQL task writes (src has no PIPELINE_RUN_ID): every run checks it
+    whole, so a key fixed outside etl-craft is cleared by the next normal run, and the attempt's log warns."""
+    project = _project(wh)
+    (project / "migrations" / "0002_src.sql").write_text(
+        f"UPDATE CFG_TASKS SET TARGET_OBJECT = '{wh.t('src')}' WHERE TASK_CODE = 'check';\n", encoding="utf-8")
+    assert etl_craft("migrate", cwd=project).code == 0
+    _source(wh, (1, "Ann", "ann@example.com"), (2, "Bob", "bob-at-example"))
+    _run(project, "day-1")
+    assert _open(project) == {("email_has_at", "2")}
+    _source(wh, (1, "Ann", "ann@example.com"), (2, "Bob", "bob@example.com"))
+    _run(project, "day-2")
+    assert _open(project) == set()
+    log = _check_attempt(project, 2)["task_log"]
+    assert f"the table {wh.t('src')} has no PIPELINE_RUN_ID column" in log and "add the column PIPELINE_RUN_ID" in log
+    assert "a full check (the table has no PIPELINE_RUN_ID)" in log
+
+
 @pytest.mark.parametrize(("rules", "said", "retryable"), [
     ((("email_has_at", "REJECT", "customer_id", "emial LIKE '%@%'"),),
      "a rule could not be judged in the {dialect} warehouse", None),
