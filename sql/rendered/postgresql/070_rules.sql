@@ -195,7 +195,8 @@ BEGIN
     WHERE p_failing_keys IS NULL OR jsonb_typeof(CAST(p_failing_keys AS jsonb)) <> 'array'
        OR EXISTS (SELECT 1 FROM jsonb_array_elements(CAST(p_failing_keys AS jsonb)) e
                    WHERE jsonb_typeof(e) <> 'string'
-                      OR NOT (CAST(p_scope_keys AS jsonb) @> jsonb_build_array(e)));
+                      OR (e #>> '{}') NOT IN (SELECT s.value
+                                                FROM jsonb_array_elements_text(CAST(p_scope_keys AS jsonb)) AS s(value)));
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
   END IF;
