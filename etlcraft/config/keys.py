@@ -146,6 +146,7 @@ class Rule:
 ENGINE_DIALECTS = ("sqlite", "postgresql")
 WAREHOUSE_DIALECTS = ("duckdb", "postgresql")
 TLS_MODES = ("starttls", "ssl", "none")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 SECTIONS: tuple[Section, ...] = (
     Section("Engine", True, "The Engine DB: metadata, run history and the state machine."),
@@ -372,6 +373,13 @@ KEYS: tuple[Key, ...] = (
         "address keeps the API on this machine; put TLS in front of any other.",
         default="127.0.0.1:8730", pattern=r"^\[?[A-Za-z0-9_.:-]+\]?:[0-9]{1,5}$",
         pattern_meaning="HOST:PORT, such as 127.0.0.1:8730 or 0.0.0.0:8730"),
+    Key("Orchestration", "Full_check_day", KeyType.CHOICE,
+        "The day of the week on which BUSINESS_RULES tasks judge their whole table (a full check): a run whose run "
+        "date falls on it checks every current row and closes the flags of keys gone from the table. On other "
+        "days a rules task judges only the keys its own run wrote (the rows whose PIPELINE_RUN_ID is the run's) "
+        "and leaves every other flag as it stands. `etl-craft run --task-code T --force` always checks in full; "
+        "never: only --force does.",
+        default="sunday", choices=(*WEEKDAYS, "never")),
     Key("Orchestration", "Db_pool_size", KeyType.INTEGER,
         "The Engine DB connection pool size of the server and its workers.", default=10, minimum=1, maximum=100,
         planned=WORKERS_RELEASE),

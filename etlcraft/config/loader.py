@@ -121,6 +121,7 @@ class OrchestrationConfig:
     heartbeat_seconds: int
     shutdown_grace_seconds: int
     api_address: str
+    full_check_day: str
     db_pool_size: int
 
 

@@ -53,6 +53,9 @@ class TaskContext:
     target_object: str | None
     parameters: Mapping[str, str] = field(default_factory=dict)
     last_offset: Offset | None = None
+    #: Run by `etl-craft run --task-code T --force`: the task redoes its work in full (a BUSINESS_RULES task judges
+    #: its whole table, B52).
+    force: bool = False
 
     @property
     def sql_path(self) -> Path | None:

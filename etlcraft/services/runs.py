@@ -485,6 +485,9 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
             on_event(f"{task.task_code}: queued attempt {queued.attempt_id} {where}")
     scope = frozenset({task_id} | (downstream_of(edges, task_id) if task.with_downstream else set()))
     settings = _settings(db, config, pipeline, run_id, me, identity)
+    if task.force:  # the forced task (not its downstream) redoes its work in full: a rules task checks its table whole
+        settings = dataclasses.replace(settings, child=dataclasses.replace(settings.child,
+                                                                           forced_task_ids=frozenset({task_id})))
     loop = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
                    lambda: reconcile(db, lease), scope=scope)
     loop.task_codes[task_id] = task.task_code

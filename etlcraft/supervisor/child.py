@@ -59,6 +59,8 @@ class ChildRequest:
     engine_secret: str | None = None  # the name of the password's variable, for messages
     #: The supervisor's clock when it is pinned (a test moving time), ISO 8601: the task process reads the same.
     clock: str | None = None
+    #: The tasks this command forces (`run --task-code T --force`): their attempts run with TaskContext.force.
+    forced_task_ids: frozenset[int] = frozenset()
 
 
 class Stopped(KeyboardInterrupt):
@@ -171,7 +173,7 @@ def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
         run_date=run_date, task_id=row["task_id"], task_code=row["task_code"], task_run_id=row["task_run_id"],
         attempt_id=request.attempt_id, handler=row["handler"], action=row["action"], sql_file=row["sql_file"],
         script_file=row["script_file"], target_object=row["target_object"], parameters=parameters,
-        last_offset=offset,
+        last_offset=offset, force=row["task_id"] in request.forced_task_ids,
     )
 
 

@@ -1,7 +1,10 @@
--- 070_rules: the flags of business rules (AUD_BUSINESS_RULE_FLAGS). A BUSINESS_RULES attempt judges its target
--- table whole, then records, per rule, the keys that break it: one open flag per rule and key; a flag whose key is
--- no longer among them closes (its row meets the rule again, or is gone from the table). Fenced by the attempt's
--- owner, so a zombie attempt records nothing.
+-- 070_rules: the flags of business rules (AUD_BUSINESS_RULE_FLAGS). One open flag per rule and key; a flag closes
+-- when its key meets the rule again (or is gone from the table). A BUSINESS_RULES attempt records what it found in
+-- one of two ways (B52): a full check (--force, the weekly Full_check_day) judges the target table whole and hands
+-- record_rule_flags every key that breaks the rule, so an open flag whose key is not among them closes; a normal
+-- run judges only the keys its own run wrote and hands record_rule_scope those keys, in batches of at most 1,000,
+-- so only the flags of those keys are judged again and every other flag is left as it stands. Both are fenced by
+-- the attempt's owner, so a zombie attempt records nothing.
 
 -- @function record_rule_flags
 -- @args attempt_id bigint, owner_id text, business_rule_id bigint, failing_keys text
@@ -17,3 +20,20 @@
 -- @errors EC023 failing_keys is not a JSON array of strings (or nulls) of at most 512 characters; EC021 no such attempt, or no active rule business_rule_id of the
 --   attempt's task; EC020 the attempt is not RUNNING by owner_id
 -- @end record_rule_flags
+-- @function record_rule_scope
+-- @args attempt_id bigint, owner_id text, business_rule_id bigint, scope_keys text, failing_keys text
+-- @returns business_rule_id bigint, flagged bigint, cleared bigint, active bigint
+-- @purpose The owner of a RUNNING attempt of a BUSINESS_RULES task records what it found for one of the task's
+--   active rules, having judged only some keys of the task's table: those its own run wrote (B52). scope_keys is a
+--   JSON array of at most 1,000 judged keys (text), failing_keys the JSON array of those of them whose rows break the
+--   rule. Each failing key without an open flag gets one; each open flag of the rule whose key is in scope_keys but not
+--   in failing_keys closes (ACTIVE_FLAG N, END_DATE, CLEARED_BY_ATTEMPT_ID): its row meets the rule again. The flags of
+--   keys outside scope_keys are left as they stand. The caller sends more keys in further calls in the same
+--   transaction, so a refusal of a later batch rolls back the earlier ones. The attempt's heartbeat is renewed. Returns
+--   how many flags it opened and closed, and how many of the rule are open now.
+-- @transition none
+-- @locks the attempt row, then the open flags of the rule's keys in scope_keys
+-- @errors EC023 scope_keys is not a JSON array of at most 1,000 strings of at most 512 characters, or failing_keys
+--   is not a JSON array of strings of scope_keys; EC021 no such attempt, or no active rule business_rule_id of the
+--   attempt's task; EC020 the attempt is not RUNNING by owner_id
+-- @end record_rule_scope

@@ -41,7 +41,7 @@ EMAIL = (
 EMAIL_AUTH = EMAIL + "  username: etl\n  secret: ETL_CRAFT_SMTP_PASSWORD\n"
 ORCHESTRATION_KEYS = (
     "Project, Timezone, Max_parallel_tasks, Gate_wait_minutes, Retries, Retry_delay_seconds, Retry_backoff, "
-    "Lease_seconds, Heartbeat_seconds, Shutdown_grace_seconds, Api_address, Db_pool_size"
+    "Lease_seconds, Heartbeat_seconds, Shutdown_grace_seconds, Api_address, Full_check_day, Db_pool_size"
 )
 EMAIL_KEYS = "host, port, tls_mode, ca_file, username, secret, from_address, to, subject_prefix"
 SENTINEL = "Sentinel-s3cr3t-9f1c-never-shown"
@@ -582,6 +582,7 @@ def test_without_the_optional_sections_orchestration_has_its_defaults_and_there_
         heartbeat_seconds=15,
         shutdown_grace_seconds=60,
         api_address="127.0.0.1:8730",
+        full_check_day="sunday",
         db_pool_size=10,
     )
 
@@ -631,10 +632,11 @@ def test_every_orchestration_key_is_read(tmp_path: Path) -> None:
         "  Heartbeat_seconds: 2\n"
         "  Shutdown_grace_seconds: 0\n"
         "  Api_address: 0.0.0.0:9000\n"
+        "  Full_check_day: wednesday\n"
     )
     settings = load_config(write_project(tmp_path, text)).orchestration
     assert dataclasses.astuple(settings) == ("default", "America/New_York", 16, 0, 3, 0, 1.5, 5, 2, 0, "0.0.0.0:9000",
-                                             10)
+                                             "wednesday", 10)
 
 
 @pytest.mark.usefixtures("email_supported")

@@ -1,7 +1,8 @@
 """BUSINESS_RULES tasks through the real command line, on each warehouse: a SQL task keeps an SCD2 table of
 customers, a rules task after it judges the table's current rows and keeps one open flag per rule and key that
 breaks it. A flag closes when its key meets the rule again or has no current row left (B21): fixed (only its
-closed SCD2 version still breaks the rule, and closed versions are not judged), deleted, or soft-deleted."""
+closed SCD2 version still breaks the rule, and closed versions are not judged), deleted, or soft-deleted. A normal
+run judges only the keys it wrote; a forced run checks the whole table (B52)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def _project(wh: Wh, **metadata: Any) -> Path:
     (project / "sql_files" / "load.sql").write_text(
         f"SELECT customer_id, customer_name, email FROM {wh.t('src')}\n", encoding="utf-8")
     wh.execute("CREATE TABLE {s}.src (customer_id INT, customer_name VARCHAR(40), email VARCHAR(80))")
+    # a full check only when a test forces one, whatever the day the test runs on (B52)
+    with (project / "craft-connector.yml").open("a", encoding="utf-8") as config:
+        config.write("Orchestration:\n  Full_check_day: never\n")
     done = etl_craft("migrate", cwd=project)
     assert done.code == 0, done.err
     return project
@@ -92,6 +96,8 @@ def _check_attempt(project: Path, run_id: int) -> dict[str, Any]:
 
 def test_b21_flags_close_when_their_key_is_fixed__deleted__or_soft_deleted__closed_scd2_versions_are_not_judged(
         wh: Wh) -> None:
+    """A normal run clears the flag of a key it wrote that meets the rule now; a forced run (a full check) clears
+    those of keys deleted or soft-deleted outside etl-craft too (B52)."""
     project = _project(wh)
     _source(wh, (1, "Ann", "ann@example.com"), (2, "Bob", "bob-at-example"), (3, "Cy", "cy-at-example"),
             (4, "Di", "di-at-example"), (5, None, "eve@example.com"))
@@ -111,14 +117,25 @@ def test_b21_flags_close_when_their_key_is_fixed__deleted__or_soft_deleted__clos
     _run(project, "day-2")
     assert wh.query("SELECT COUNT(*) FROM {s}.customers WHERE customer_id = 2 AND email NOT LIKE '%@%'") == [(1,)], (
         "Bob's closed version still breaks the rule")
+    # A normal run judges the keys it wrote (B52): Bob's is cleared, Fay's flagged; Cy and Di, changed outside
+    # etl-craft, keep their flags until a full check.
+    assert _open(project) == {("email_has_at", "3"), ("email_has_at", "4"), ("email_has_at", "6"),
+                              ("name_given", "5")}
+    incremental = _check_attempt(project, 2)
+    assert (incremental["insert_count"], incremental["delete_count"]) == (1, 1)
+    done = etl_craft("run", "--pipeline-code", "quality", "--run-key", "day-2", "--task-code", "check", "--force",
+                     cwd=project)
+    assert done.code == 0, done.out + done.err
     assert _open(project) == {("email_has_at", "6"), ("name_given", "5")}
     second = _check_attempt(project, 2)
+    assert second["attempt_id"] != incremental["attempt_id"]
     assert (second["source_count"], second["insert_count"], second["delete_count"], second["rows_written"],
-            second["target_count"]) == (4, 1, 3, 4, 2)
+            second["target_count"]) == (4, 0, 2, 2, 2)
     closed = {f["business_rule_key"]: f for f in _flags(project) if f["active_flag"] == "N"}
     assert sorted(closed) == ["2", "3", "4"]
-    assert all(f["end_date"] is not None and f["cleared_by_attempt_id"] == second["attempt_id"]
-               and f["attempt_id"] == first["attempt_id"] for f in closed.values())
+    assert {k: f["cleared_by_attempt_id"] for k, f in closed.items()} == {
+        "2": incremental["attempt_id"], "3": second["attempt_id"], "4": second["attempt_id"]}
+    assert all(f["end_date"] is not None and f["attempt_id"] == first["attempt_id"] for f in closed.values())
     assert [f["pipeline_run_id"] for f in _flags(project) if f["business_rule_key"] == "5"] == [1], (
         "a key that still breaks its rule keeps its one open flag")
 
@@ -129,6 +146,25 @@ def test_b21_flags_close_when_their_key_is_fixed__deleted__or_soft_deleted__clos
     bob = [(f["active_flag"], f["pipeline_run_id"]) for f in _flags(project)
            if (f["rule_code"], f["business_rule_key"]) == ("email_has_at", "2")]
     assert bob == [("N", 1), ("Y", 3)]
+
+
+def test_b52_a_table_without_pipeline_run_id_is_checked_in_full__and_the_task_log_says_which_column_to_add(
+        wh: Wh) -> None:
+    """The rules task judges a table no etl-craft SQL task writes (src has no PIPELINE_RUN_ID): every run checks it
+    whole, so a key fixed outside etl-craft is cleared by the next normal run, and the attempt's log warns."""
+    project = _project(wh)
+    (project / "migrations" / "0002_src.sql").write_text(
+        f"UPDATE CFG_TASKS SET TARGET_OBJECT = '{wh.t('src')}' WHERE TASK_CODE = 'check';\n", encoding="utf-8")
+    assert etl_craft("migrate", cwd=project).code == 0
+    _source(wh, (1, "Ann", "ann@example.com"), (2, "Bob", "bob-at-example"))
+    _run(project, "day-1")
+    assert _open(project) == {("email_has_at", "2")}
+    _source(wh, (1, "Ann", "ann@example.com"), (2, "Bob", "bob@example.com"))
+    _run(project, "day-2")
+    assert _open(project) == set()
+    log = _check_attempt(project, 2)["task_log"]
+    assert f"the table {wh.t('src')} has no PIPELINE_RUN_ID column" in log and "add the column PIPELINE_RUN_ID" in log
+    assert "a full check (the table has no PIPELINE_RUN_ID)" in log
 
 
 @pytest.mark.parametrize(("rules", "said", "retryable"), [
