@@ -347,9 +347,19 @@ class Server:
             return
         states = read_states(self.db, self.settings.owner_id, [run_id for run_id, _ in due])  # one read
         for run_id, driver in due:
-            if driver.step(self.supervisor, state=states.get(run_id)):
+            try:
+                if driver.step(self.supervisor, state=states.get(run_id)):
+                    continue
+                driver.finish()
+            except EngineUnreachableError:
+                raise  # the server's outage handling: every run waits for the Engine DB
+            except EtlCraftError as exc:
+                # One run's refusal (finalize_run refusing, a fault) must not stop the server and the other runs:
+                # recorded in the log, and tried again after a heartbeat, its task processes left running.
+                driver.wake_at = now + self.settings.heartbeat_seconds
+                self.log(f"run {run_id}: {exc}; trying again in {self.settings.heartbeat_seconds:g} s", run=run_id,
+                         pipeline=driver.settings.pipeline_code, error=type(exc).__name__)
                 continue
-            driver.finish()
             del self.drivers[run_id]
             self.log(driver.outcome.message, run=run_id, pipeline=driver.settings.pipeline_code,
                      status=driver.outcome.status)

@@ -205,6 +205,26 @@ def test_runs_that_wait_for_a_slot_other_runs_hold_all_finish(project: Path, req
                                                                               strict=True)] == ["SUCCESS"] * 2
 
 
+def test_a_run_that_cannot_be_finalized_is_tried_again__the_server_goes_on(
+        project: Path, request: pytest.FixtureRequest) -> None:
+    release(project, "a")
+    created = json.loads(etl_craft("run", "--pipeline-code", "other", "--init-only", "--format", "json",
+                                   cwd=project).out)["pipeline_run_id"]
+    log = project / "faulty.log"
+    faulty = start_etl_craft("server", "--log-format", "json", cwd=project, log=log,
+                             env={"ETL_CRAFT_FAULT": "before_finalize"})
+    request.node.servers.append(faulty)
+    wait_for(lambda: log.read_text().count(f"run {created}: ") >= 2 or faulty.poll() is not None, timeout=60,
+             what="the server to try twice to finalize the run")
+    assert faulty.poll() is None, log.read_text()
+    assert "trying again" in log.read_text() and not ended(project, "other", created)
+    faulty.send_signal(signal.SIGTERM)
+    assert faulty.wait(timeout=30) == 0, log.read_text()
+    start_server(project, request, "server")  # without the fault: it takes the run over and ends it
+    wait_for(lambda: ended(project, "other", created), timeout=60, what="the next server to finalize the run")
+    assert status(project, "other", created)["run"]["status"] == "SUCCESS"
+
+
 @pytest.mark.postgres
 def test_a_server_whose_lock_connection_drops_stops_at_once(project: Path, request: pytest.FixtureRequest) -> None:
     if "postgresql" not in request.node.callspec.id:
