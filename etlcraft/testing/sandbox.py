@@ -8,7 +8,9 @@ Warehouse: opening an in-memory DuckDB costs tens of milliseconds, more than a s
 keeps one (per thread). Each test gets a database of its own on it, attached in memory, made the default catalog
 (USE) and detached when the test ends: no table, view or macro of one test is seen by the next. When a test
 fails, is interrupted or leaves a temporary object behind, the connection is closed instead and the next test
-opens a new one.
+opens a new one. The connection runs on one thread: a test's tables hold a few rows, and starting the threads of a
+parallel plan for each of its small statements costs more than the statement itself (about twice as much on a
+machine with two cores).
 
 Time budget: a timer interrupts the DuckDB statement running when the test's budget ends (the connection's
 interrupt()); whatever error that statement then raises is reported as the budget's safety violation.
@@ -32,6 +34,8 @@ from etlcraft.warehouse.connection import IN_MEMORY_DUCKDB, Warehouse
 
 _local = threading.local()
 _names = itertools.count(1)
+#: Threads of the shared in-memory DuckDB (see the module docstring).
+DUCKDB_THREADS = 1
 #: What a test may have left outside its own database: any of it means the connection is closed, not reused.
 _LEFT_BEHIND = ("SELECT (SELECT COUNT(*) FROM duckdb_tables())"
                 " + (SELECT COUNT(*) FROM duckdb_views() WHERE NOT internal)")
@@ -99,6 +103,9 @@ def _shared_warehouse() -> Warehouse:
     warehouse: Warehouse | None = getattr(_local, "warehouse", None)
     if warehouse is None:
         warehouse = Warehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse"))
+        with warehouse.engine.connect() as conn:
+            dbapi: Any = conn.connection.dbapi_connection
+            dbapi.execute(f"SET threads = {DUCKDB_THREADS}")
         _local.warehouse = warehouse
     return warehouse
 
