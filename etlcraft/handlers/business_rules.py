@@ -16,10 +16,6 @@ import json
 import logging
 from dataclasses import dataclass
 
-import duckdb
-import psycopg
-from sqlalchemy.exc import DBAPIError
-
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import EtlCraftError, SqlGuardError
 from etlcraft.core.selects import SelectError, read_condition
@@ -27,14 +23,13 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call_in
 from etlcraft.engine.queries import fetch_all
 from etlcraft.handlers.context import Counts, HandlerResult, TaskContext
-from etlcraft.warehouse.connection import Session, driver_message, open_warehouse
+from etlcraft.warehouse.connection import Session, driver_errors, driver_message, open_warehouse
 from etlcraft.warehouse.names import TableName, parse_table_name
 
 log = logging.getLogger(__name__)
 
 #: The longest key a flag holds (AUD_BUSINESS_RULE_FLAGS.BUSINESS_RULE_KEY).
 KEY_LENGTH = 512
-_DRIVER_ERRORS = (DBAPIError, psycopg.Error, duckdb.Error)
 
 
 @dataclass(frozen=True)
@@ -63,7 +58,7 @@ def run_business_rules(ctx: TaskContext, *, engine_db: EngineDB, owner_id: str) 
         try:
             with warehouse.transaction() as session:
                 judged, no_key, judgements = judge(session, task, table, rules)
-        except _DRIVER_ERRORS as exc:
+        except driver_errors() as exc:
             raise EtlCraftError(
                 f"BUSINESS_RULES task {task} on {table}: a rule could not be judged in the {dialect} warehouse: "
                 f"{driver_message(exc)}; no flag was recorded: fix the rule's RULE_SQL with a project migration, "
