@@ -167,3 +167,25 @@ def test_warehouse__shared_connection__no_progress_bar_on_stdout_and_one_thread(
     with sandbox.warehouse_for_test(Deadline(30)) as warehouse, warehouse.transaction() as session:
         assert session.rows("SELECT current_setting('enable_progress_bar'), current_setting('threads')") == [
             (False, sandbox.DUCKDB_THREADS)]
+
+
+#: Runs `etl-craft test .` in a new interpreter and prints the warehouse drivers it imported.
+_DRIVERS_IMPORTED = """
+import runpy, sys
+sys.argv = ["etl-craft", "--project", sys.argv[1], "test", "."]
+try:
+    runpy.run_module("etlcraft", run_name="__main__")
+except SystemExit as exc:
+    print("exit", exc.code)
+print("imported", sorted(m for m in ("psycopg", "duckdb") if m in sys.modules))
+"""
+
+
+def test_start__etl_craft_test__does_not_import_psycopg(project: Path) -> None:
+    import subprocess
+    import sys
+
+    manifest(project, "a", {"relations": src(project), "task": "overwrite", "expect": {"rows": 2}})
+    done = subprocess.run([sys.executable, "-c", _DRIVERS_IMPORTED, str(project)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.stdout.splitlines()[-2:] == ["exit 0", "imported ['duckdb']"], done.stdout + done.stderr
