@@ -23,10 +23,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-import psycopg
-from sqlalchemy.exc import DBAPIError
-
 from etlcraft.config.keys import WEEKDAYS
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import EtlCraftError, SqlGuardError
@@ -35,7 +31,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call_in
 from etlcraft.engine.queries import fetch_all
 from etlcraft.handlers.context import Counts, HandlerResult, TaskContext
-from etlcraft.warehouse.connection import Session, driver_message, open_warehouse
+from etlcraft.warehouse.connection import Session, driver_errors, driver_message, open_warehouse
 from etlcraft.warehouse.names import TableName, parse_table_name
 
 log = logging.getLogger(__name__)
@@ -46,7 +42,6 @@ KEY_LENGTH = 512
 SCOPE_BATCH = 1000
 #: The column every SQL target carries: the run that wrote the row; a normal run judges the keys of its own rows.
 RUN_COLUMN = "PIPELINE_RUN_ID"
-_DRIVER_ERRORS = (DBAPIError, psycopg.Error, duckdb.Error)
 
 
 @dataclass(frozen=True)
@@ -88,7 +83,7 @@ def run_business_rules(ctx: TaskContext, *, engine_db: EngineDB, owner_id: str) 
             with warehouse.transaction() as session:
                 run_id = None if full_check else ctx.pipeline_run_id
                 judged, no_key, judgements = judge(session, task, table, rules, run_id=run_id)
-        except _DRIVER_ERRORS as exc:
+        except driver_errors() as exc:
             raise EtlCraftError(
                 f"BUSINESS_RULES task {task} on {table}: a rule could not be judged in the {dialect} warehouse: "
                 f"{driver_message(exc)}; no flag was recorded: fix the rule's RULE_SQL with a project migration, "

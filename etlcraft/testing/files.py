@@ -23,6 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import Resolver
+from yaml.scanner import Scanner
 
 from etlcraft.testing.errors import InvalidTest, SafetyViolation
 
@@ -226,8 +232,28 @@ def parse_jsonl(file: ReadFile, limits: Limits, deadline: Deadline) -> list[dict
 
 # -- YAML ----------------------------------------------------------------------------------------------------
 
-class _Loader(yaml.SafeLoader):
-    """Safe YAML without anchors or aliases, without duplicate keys, and with dates kept as text."""
+class _PythonParser(Reader, Scanner, Parser):
+    """PyYAML's own reader, scanner and parser: used when PyYAML was built without libyaml."""
+
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+
+
+try:
+    from yaml._yaml import CParser as _Parser  # libyaml's, which yaml.CSafeLoader is built on
+except ImportError:  # pragma: no cover (PyYAML without libyaml)
+    _Parser = _PythonParser  # type: ignore[assignment,misc]
+
+
+class _Loader(Composer, _Parser, SafeConstructor, Resolver):
+    """Safe YAML without anchors or aliases, without duplicate keys, and with dates kept as text.
+
+    libyaml scans and parses (when PyYAML has it); PyYAML's own Composer, ahead of the parser's in the method order,
+    builds the nodes from its events, so compose_node below sees every anchor and alias (libyaml's composer would
+    resolve them unseen). A manifest then reads several times faster than with the pure-Python SafeLoader, with the
+    same refusals."""
 
     yaml_implicit_resolvers = {  # noqa: RUF012 (PyYAML's own class attribute)
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
@@ -235,8 +261,14 @@ class _Loader(yaml.SafeLoader):
     }
     source = ""
 
+    def __init__(self, stream: str) -> None:
+        _Parser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event: Any = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise InvalidTest("yaml_anchor", f"{self.source} line {event.start_mark.line + 1} uses a YAML anchor "
                                              "or alias; write the value out in full")

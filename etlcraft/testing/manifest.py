@@ -111,10 +111,16 @@ def parse_manifest(file: ReadFile) -> Manifest:
                     limits, document)
 
 
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    """The manifest's validator, built once per process: building it (the schema's references resolved) costs more
+    than checking a small manifest with it."""
+    return jsonschema.Draft202012Validator(schema())
+
+
 def validate(document: Any, path: str) -> None:
     """Refuse a document the schema refuses, naming the place and the rule, never the value found."""
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(document), key=lambda e: (list(e.absolute_path), e.validator))
+    errors = sorted(_validator().iter_errors(document), key=lambda e: (list(e.absolute_path), e.validator))
     if not errors:
         return
     error = errors[0]

@@ -285,20 +285,27 @@ def _load(warehouse: Warehouse, root: Path, table: Table, name: TableName, limit
     dialect = warehouse.dialect
     ref = dialect.table(name)
     with warehouse.transaction() as session:
-        session.run(dialect.create_schema(name))
-        session.run(f"DROP TABLE IF EXISTS {ref}")
-        session.run(f"CREATE TABLE {ref} ({', '.join(f'{dialect.quote(c)} {t}' for c, t in columns.items())})")
+        if name.catalog or name.schema.lower() != "main":  # the test's database has main already
+            session.run(dialect.create_schema(name))
+        session.run(f"CREATE OR REPLACE TABLE {ref} "
+                    f"({', '.join(f'{dialect.quote(c)} {t}' for c, t in columns.items())})")
         _insert(session, ref, file, list(columns), rows)
 
 
+#: Rows per INSERT statement when a fixture is loaded: one statement for a small fixture, a bounded one for a large.
+INSERT_BATCH_ROWS = 500
+
+
 def _insert(session: Session, ref: str, file: ReadFile, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    marks = ", ".join("?" for _ in columns)
-    values = [tuple(_value(row.get(c)) for c in columns) for row in rows]
+    """The rows into table `ref`, a few hundred per INSERT ... VALUES (DuckDB casts each value to its column's type,
+    as one INSERT per row would; executemany runs a statement per row, which costs more than a small test)."""
+    marks = "(" + ", ".join("?" for _ in columns) + ")"
     cursor = session.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.executemany(f"INSERT INTO {ref} VALUES ({marks})", values)
+        for start in range(0, len(rows), INSERT_BATCH_ROWS):
+            batch = rows[start:start + INSERT_BATCH_ROWS]
+            values = [_value(row.get(c)) for row in batch for c in columns]
+            cursor.execute(f"INSERT INTO {ref} VALUES {', '.join(marks for _ in batch)}", values)
     except duckdb.Error as exc:
         raise InvalidTest("fixture_invalid", f"{file.path}: a value does not fit its column's type "
                                              f"({type(exc).__name__}); declare the column's type in columns or "
@@ -366,36 +373,39 @@ def _check(warehouse: Warehouse, root: Path, manifest: Manifest, task: TaskView,
             fail("rule_flags", rule=rule, expected=expected, found=found)
     if expect.rows is None and not expect.schema and expect.output is None and expect.history is None:
         return
-    dialect = warehouse.dialect
+    ref = warehouse.dialect.table(target)
+    compared: list[Finding] = []  # reported after the row count and the schema, in this order
     with warehouse.transaction() as session:
-        described = session.rows(f"DESCRIBE {dialect.table(target)}")
-    types = {str(r[0]).lower(): (str(r[0]), str(r[1])) for r in described}
-    if expect.rows is not None:
-        with warehouse.transaction() as session:
-            count = int(session.scalar(f"SELECT COUNT(*) FROM {dialect.table(target)}"))
-        if count != expect.rows:
-            fail("row_count", expected=expect.rows, found=count)
+        types = {str(r[0]).lower(): (str(r[0]), str(r[1])) for r in session.rows(f"DESCRIBE {ref}")}
+        keys = [k for k in (task.parameter("MERGE_KEY") or "").replace(" ", "").split(",") if k]
+        count = None  # the target's rows, as the comparison read them
+        for kind, path in (("output", expect.output), ("history", expect.history)):
+            if path is not None:
+                count = _compare(session, root, manifest, ref, types, path, kind, keys, stamps, deadline, outcome,
+                                 lambda code, **detail: compared.append(Finding(number, task.code, code, detail)))
+        if expect.rows is not None and count is None:
+            count = int(session.scalar(f"SELECT COUNT(*) FROM {ref}"))
+    if expect.rows is not None and count != expect.rows:
+        fail("row_count", expected=expect.rows, found=count)
     for column, expected_type in sorted(expect.schema.items()):
         found_type = types.get(column.lower())
         if found_type is None:
             fail("schema_column_missing", column=column, expected=expected_type)
         elif _type(found_type[1]) != _type(expected_type):
             fail("schema_type", column=column, expected=_type(expected_type), found=_type(found_type[1]))
-    keys = [k for k in (task.parameter("MERGE_KEY") or "").replace(" ", "").split(",") if k]
-    for kind, path in (("output", expect.output), ("history", expect.history)):
-        if path is not None:
-            _compare(warehouse, root, manifest, target, types, path, kind, keys, stamps, deadline, outcome, fail)
+    outcome.findings.extend(compared)
 
 
 def _type(text: str) -> str:
     return " ".join(text.upper().split())
 
 
-def _compare(warehouse: Warehouse, root: Path, manifest: Manifest, target: TableName,
-             types: dict[str, tuple[str, str]], path: str, kind: str, keys: list[str], stamps: dict[int, int],
-             deadline: Deadline, outcome: Outcome, fail: Any) -> None:
+def _compare(session: Session, root: Path, manifest: Manifest, ref: str, types: dict[str, tuple[str, str]],
+             path: str, kind: str, keys: list[str], stamps: dict[int, int], deadline: Deadline, outcome: Outcome,
+             fail: Any) -> int | None:
     """Exact rows, unordered, duplicates counted, on the expected fixture's columns. For `history` (SCD2) the
-    expected rows give validity as steps: valid_from_step and valid_to_step (null while the version is open)."""
+    expected rows give validity as steps: valid_from_step and valid_to_step (null while the version is open).
+    The number of the target's rows it read; None when it could not compare (a column missing)."""
     file = read_confined(root, path, max_bytes=manifest.limits.max_bytes)
     outcome.inputs.append((f"{kind}:{file.path}", file.sha256))
     rows = parse_jsonl(file, manifest.limits, deadline)
@@ -404,41 +414,37 @@ def _compare(warehouse: Warehouse, root: Path, manifest: Manifest, target: Table
     missing = [n for n in names if n.lower() not in types]
     if missing:
         fail(f"{kind}_column_missing", columns=missing)
-        return
+        return None
     actual_columns = [types[n.lower()] for n in names]
-    dialect = warehouse.dialect
-    q = dialect.quote
-    ref = dialect.table(target)
+    q = session.dialect.quote
     expected_ref = q("etl_craft_expected")
     selected = [q(name) for name, _ in actual_columns]
     if kind == "history":
         for engine_name in ("VALID_FROM", "VALID_TO"):
             if engine_name.lower() not in types:
                 fail("history_not_scd2", missing=engine_name)
-                return
+                return None
             selected.append(f"CAST(epoch({q(types[engine_name.lower()][0])}) AS BIGINT)")
-    with warehouse.transaction() as session:
-        session.run(f"DROP TABLE IF EXISTS {expected_ref}")
-        session.run(f"CREATE TEMP TABLE {expected_ref} ("
-                    + ", ".join([*(f"{q(n)} {t}" for n, t in actual_columns), *(f"{q(s)} BIGINT" for s in steps)])
-                    + ")")
-        _insert(session, expected_ref, file, [*names, *steps], rows)
-        expected = [tuple(r) for r in session.rows(f"SELECT * FROM {expected_ref}")]
-        actual = [tuple(r) for r in session.rows(f"SELECT {', '.join(selected)} FROM {ref}")]
-        session.run(f"DROP TABLE {expected_ref}")
+    session.run(f"CREATE OR REPLACE TEMP TABLE {expected_ref} ("
+                + ", ".join([*(f"{q(n)} {t}" for n, t in actual_columns), *(f"{q(s)} BIGINT" for s in steps)])
+                + ")")
+    _insert(session, expected_ref, file, [*names, *steps], rows)
+    expected = [tuple(r) for r in session.rows(f"SELECT * FROM {expected_ref}")]
+    actual = [tuple(r) for r in session.rows(f"SELECT {', '.join(selected)} FROM {ref}")]
+    session.run(f"DROP TABLE {expected_ref}")
     if kind == "history":
         actual = [(*r[:-2], _step(r[-2], stamps), _step(r[-1], stamps)) for r in actual]
     want, have = Counter(expected), Counter(actual)
     absent, extra = want - have, have - want
-    if not absent and not extra:
-        return
-    key_positions = [i for i, n in enumerate(names) if n.lower() in {k.lower() for k in keys}]
-    lines = {row: [i + 1 for i, r in enumerate(expected) if r == row] for row in absent}
-    fail(f"{kind}_rows", compared_columns=names, expected_rows=len(expected), found_rows=len(actual),
-         missing={"count": sum(absent.values()),
-                  "fixture_lines": sorted(line for ls in lines.values() for line in ls)[:20],
-                  "keys": _digests(absent, key_positions, names)},
-         unexpected={"count": sum(extra.values()), "keys": _digests(extra, key_positions, names)})
+    if absent or extra:
+        key_positions = [i for i, n in enumerate(names) if n.lower() in {k.lower() for k in keys}]
+        lines = {row: [i + 1 for i, r in enumerate(expected) if r == row] for row in absent}
+        fail(f"{kind}_rows", compared_columns=names, expected_rows=len(expected), found_rows=len(actual),
+             missing={"count": sum(absent.values()),
+                      "fixture_lines": sorted(line for ls in lines.values() for line in ls)[:20],
+                      "keys": _digests(absent, key_positions, names)},
+             unexpected={"count": sum(extra.values()), "keys": _digests(extra, key_positions, names)})
+    return len(actual)
 
 
 def _step(epoch: int | None, stamps: dict[int, int]) -> int | None:

@@ -8,10 +8,12 @@ Warehouse: opening an in-memory DuckDB costs tens of milliseconds, more than a s
 keeps one (per thread). Each test gets a database of its own on it, attached in memory, made the default catalog
 (USE) and detached when the test ends: no table, view or macro of one test is seen by the next. When a test
 fails, is interrupted or leaves a temporary object behind, the connection is closed instead and the next test
-opens a new one.
+opens a new one. The connection runs on one thread: a test's tables hold a few rows, and starting the threads of a
+parallel plan for each of its small statements costs more than the statement itself (about twice as much on a
+machine with two cores).
 
-Time budget: a timer interrupts the DuckDB statement running when the test's budget ends (the connection's
-interrupt()); whatever error that statement then raises is reported as the budget's safety violation.
+Time budget: a watchdog thread, started once, interrupts the DuckDB statement running when the test's budget ends
+(the connection's interrupt()); whatever error that statement then raises is reported as the budget's safety violation.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import functools
 import itertools
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,6 +35,10 @@ from etlcraft.warehouse.connection import IN_MEMORY_DUCKDB, Warehouse
 
 _local = threading.local()
 _names = itertools.count(1)
+#: After a test's budget ends, its statements are interrupted again this often until the test has stopped.
+INTERRUPT_AGAIN_SECONDS = 0.05
+#: Threads of the shared in-memory DuckDB (see the module docstring).
+DUCKDB_THREADS = 1
 #: What a test may have left outside its own database: any of it means the connection is closed, not reused.
 _LEFT_BEHIND = ("SELECT (SELECT COUNT(*) FROM duckdb_tables())"
                 " + (SELECT COUNT(*) FROM duckdb_views() WHERE NOT internal)")
@@ -69,36 +76,61 @@ def engine_db(project: list[Migration]) -> Iterator[EngineDB]:
         db.dispose()
 
 
-class _Timer:
-    """Interrupts the connection's running statement when `seconds` have passed, unless stopped before."""
+class _Watchdog:
+    """Interrupts the running statement of the test armed on it when that test's time is up. One daemon thread per
+    thread that runs tests, started once: a timer thread per test (threading.Timer) cost a thread start, and on a busy
+    machine a wait for the scheduler, for each test."""
 
-    def __init__(self, seconds: float, interrupt: Any) -> None:
-        self.fired = False
-        self._lock = threading.Lock()
-        self._active = True
-        self._interrupt = interrupt
-        self._thread = threading.Timer(max(seconds, 0.0), self._fire)
-        self._thread.daemon = True
-        self._thread.start()
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._armed: tuple[float, Any] | None = None  # (time.monotonic() deadline, interrupt)
+        self._fired = False
+        threading.Thread(target=self._watch, name="etl-craft-test-budget", daemon=True).start()
 
-    def _fire(self) -> None:
-        with self._lock:
-            if self._active:
-                self.fired = True
-                self._interrupt()
+    def arm(self, seconds: float, interrupt: Any) -> None:
+        with self._changed:
+            self._armed, self._fired = (time.monotonic() + max(seconds, 0.0), interrupt), False
+            self._changed.notify()
 
-    def stop(self) -> bool:
-        """Stop the timer; whether it fired."""
-        with self._lock:
-            self._active = False
-        self._thread.cancel()
-        return self.fired
+    def disarm(self) -> bool:
+        """Stop watching; whether the budget ran out (and the statement then running was interrupted)."""
+        with self._changed:
+            fired, self._armed, self._fired = self._fired, None, False
+            return fired
+
+    def _watch(self) -> None:
+        with self._changed:
+            while True:
+                if self._armed is None:
+                    self._changed.wait()
+                    continue
+                end, interrupt = self._armed
+                if time.monotonic() < end:
+                    self._changed.wait(end - time.monotonic())
+                    continue
+                # DuckDB forgets an interrupt that came between two statements: interrupt again until disarmed,
+                # so a statement that starts after the budget ended is stopped too.
+                self._fired = True
+                interrupt()
+                self._changed.wait(INTERRUPT_AGAIN_SECONDS)
+
+
+def _watchdog() -> _Watchdog:
+    watchdog: _Watchdog | None = getattr(_local, "watchdog", None)
+    if watchdog is None:
+        watchdog = _local.watchdog = _Watchdog()
+    return watchdog
 
 
 def _shared_warehouse() -> Warehouse:
     warehouse: Warehouse | None = getattr(_local, "warehouse", None)
     if warehouse is None:
         warehouse = Warehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse"))
+        with warehouse.engine.connect() as conn:
+            dbapi: Any = conn.connection.dbapi_connection
+            dbapi.execute(f"SET threads = {DUCKDB_THREADS}")
+            # A statement running for seconds would otherwise draw DuckDB's progress bar into the report on stdout.
+            dbapi.execute("SET enable_progress_bar = false")
         _local.warehouse = warehouse
     return warehouse
 
@@ -120,17 +152,20 @@ def warehouse_for_test(deadline: Deadline) -> Iterator[Warehouse]:
         dbapi: Any = conn.connection.dbapi_connection
         dbapi.execute(f"ATTACH ':memory:' AS {name}")
         dbapi.execute(f"USE {name}")
-    timer = _Timer(deadline.remaining(), dbapi.interrupt)
-    clean = False
+    watchdog = _watchdog()
+    watchdog.arm(deadline.remaining(), dbapi.interrupt)
+    clean = fired = False
     try:
         yield warehouse
         clean = True
     except Exception:
-        if timer.stop():
+        fired = watchdog.disarm()
+        if fired:
             raise deadline.expired("DuckDB ran a statement (it was interrupted)") from None
         raise
     finally:
-        if timer.stop() or not clean or not _detach(dbapi, name):
+        fired = watchdog.disarm() or fired
+        if fired or not clean or not _detach(dbapi, name):
             _close_shared()
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -218,6 +219,14 @@ def open_warehouse(config: ProjectConfig, *, checks: bool = False) -> Warehouse:
     """The project's warehouse (craft-connector.yml, section Warehouse), its password read from its variable;
     `checks` for etl-craft's own reads, whose statements have a time limit (a task's have none from etl-craft)."""
     return Warehouse(config.warehouse, config.secret_value(config.warehouse), checks=checks)
+
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """What a warehouse statement may raise: SQLAlchemy's DBAPIError and the base error of each warehouse driver
+    this process has imported. A driver never imported raised nothing, so `etl-craft test` (DuckDB) does not pay for
+    importing psycopg, nor a PostgreSQL warehouse for DuckDB."""
+    drivers = (sys.modules.get("psycopg"), sys.modules.get("duckdb"))
+    return (sa.exc.DBAPIError, *(module.Error for module in drivers if module is not None))
 
 
 def driver_message(exc: BaseException) -> str:

@@ -10,10 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import duckdb
-import psycopg
-from sqlalchemy.exc import DBAPIError
-
 from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import EtlCraftError
 from etlcraft.core.faults import fault_point
@@ -24,7 +20,7 @@ from etlcraft.handlers.sql import guards, hashing, merges, staging, tables, vers
 from etlcraft.handlers.sql.spec import SqlTask, Stamp, read_task
 from etlcraft.handlers.sql.staging import Stage
 from etlcraft.handlers.sql.tables import Outcome
-from etlcraft.warehouse.connection import Session, Warehouse, driver_message, open_warehouse
+from etlcraft.warehouse.connection import Session, Warehouse, driver_errors, driver_message, open_warehouse
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +33,6 @@ ACTIONS: dict[str, Action] = {
     "APPEND_TABLE": tables.append_table, "SCD1_MERGE": merges.merge, "SCD2_MERGE": merges.merge,
     "DELETE_ROWS": merges.delete_rows,
 }
-_DRIVER_ERRORS = (DBAPIError, psycopg.Error, duckdb.Error)
 
 
 def run_sql_task(ctx: TaskContext, *, engine_db: EngineDB) -> HandlerResult:
@@ -71,7 +66,7 @@ def run_in_warehouse(warehouse: Warehouse, task: SqlTask, version: int | None) -
             outcome = ACTIONS[task.action](session, task, stage, version)
             staging.drop(session, stage)
             fault_point(FAULT_BEFORE_COMMIT)
-    except _DRIVER_ERRORS as exc:
+    except driver_errors() as exc:
         raise EtlCraftError(
             f"{task.action} of task {task.task} into {task.target}: {phase} in the {warehouse.dialect.name} "
             f"warehouse: {driver_message(exc)}; the warehouse rolled back every change of this attempt, so "

@@ -117,3 +117,75 @@ def test_select__tests_of_one_task_in_a_suite__read_once(project: Path, monkeypa
     code, report = run_json(project, ".")
     assert code == 0, report
     assert calls == ["actions.overwrite"], calls
+
+
+def test_timeout__suite_after_a_timed_out_test__one_budget_thread_and_the_next_tests_pass(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    (project / "migrations" / "0004_slow.sql").write_text(SLOW_MIGRATION, encoding="utf-8")
+    (project / "sql_files" / "slow.sql").write_text(SLOW_SELECT, encoding="utf-8")
+    manifest(project, "a_slow", {"relations": src(project), "task": "slow", "limits": {"timeout_seconds": 1},
+                                 "expect": {"rows": 1}})
+    for name in ("b", "c"):
+        manifest(project, name, {"relations": src(project), "task": "overwrite", "expect": {"rows": 2}})
+    started: list[str] = []
+    real = threading.Thread.start
+
+    def spy(self: threading.Thread) -> None:
+        started.append(self.name)
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", spy)
+    code, report = run_json(project, ".")
+    slow, *others = report["tests"]
+    assert (slow["status"], slow["errors"][0]["code"]) == ("blocked", "timeout"), slow
+    assert [t["status"] for t in others] == ["passed", "passed"], others
+    assert code == 4
+    # The budget is watched by one thread for the whole suite (none when this thread's watchdog already runs).
+    assert len(started) <= 1, started
+
+
+def test_timeout__budget_ends_between_two_statements__the_next_statement_is_interrupted() -> None:
+    import time
+
+    from etlcraft.testing.errors import SafetyViolation
+
+    # DuckDB forgets an interrupt that arrives while no statement runs: the budget must still stop the next one.
+    with pytest.raises(SafetyViolation) as raised:
+        with sandbox.warehouse_for_test(Deadline(0.2)) as warehouse:
+            time.sleep(0.5)
+            with warehouse.transaction() as session:  # seconds of work when nothing stops it
+                session.scalar("SELECT COUNT(*) FROM range(40000) a, range(40000) b WHERE a.range + b.range > 0")
+    assert raised.value.code == "timeout", raised.value
+
+
+def test_warehouse__shared_connection__no_progress_bar_on_stdout_and_one_thread() -> None:
+    # DuckDB draws a progress bar on stdout for a statement running over two seconds, even when stdout is not a
+    # terminal: it would land in the middle of a JSON report. One thread: a test's statements are tiny.
+    sandbox._close_shared()
+    with sandbox.warehouse_for_test(Deadline(30)) as warehouse, warehouse.transaction() as session:
+        assert session.rows("SELECT current_setting('enable_progress_bar'), current_setting('threads')") == [
+            (False, sandbox.DUCKDB_THREADS)]
+
+
+#: Runs `etl-craft test .` in a new interpreter and prints the warehouse drivers it imported.
+_DRIVERS_IMPORTED = """
+import runpy, sys
+sys.argv = ["etl-craft", "--project", sys.argv[1], "test", "."]
+try:
+    runpy.run_module("etlcraft", run_name="__main__")
+except SystemExit as exc:
+    print("exit", exc.code)
+print("imported", sorted(m for m in ("psycopg", "duckdb") if m in sys.modules))
+"""
+
+
+def test_start__etl_craft_test__does_not_import_psycopg(project: Path) -> None:
+    import subprocess
+    import sys
+
+    manifest(project, "a", {"relations": src(project), "task": "overwrite", "expect": {"rows": 2}})
+    done = subprocess.run([sys.executable, "-c", _DRIVERS_IMPORTED, str(project)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.stdout.splitlines()[-2:] == ["exit 0", "imported ['duckdb']"], done.stdout + done.stderr
