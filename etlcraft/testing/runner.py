@@ -32,7 +32,7 @@ from etlcraft.handlers.sql.hashing import HASH_VERSION
 from etlcraft.handlers.sql.spec import SqlTask, Stamp, task_from_text
 from etlcraft.handlers.sql.task import run_in_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, load_metadata
-from etlcraft.testing.errors import HermeticError, InvalidTest
+from etlcraft.testing.errors import HermeticError, InvalidTest, SafetyViolation
 from etlcraft.testing.files import Deadline, Limits, ReadFile, parse_jsonl, parse_yaml, read_confined
 from etlcraft.testing.manifest import KIND, Expect, Manifest, Table
 from etlcraft.testing.sandbox import engine_db, warehouse_for_test
@@ -222,6 +222,10 @@ def _run_step(warehouse: Warehouse, project: Project, manifest: Manifest, task: 
     except SqlGuardError as exc:
         raise InvalidTest("task_refused", f"step {number}: {_redact(str(exc))}") from None
     except EtlCraftError as exc:
+        if isinstance(exc.__cause__, duckdb.PermissionException):
+            raise SafetyViolation("external_access", f"step {number} ({task.key}, {sql_task.action}): the SELECT "
+                                  "reads a file or a URL (read_csv, COPY, ATTACH and the like), which a hermetic "
+                                  "test refuses; give the data as a relation fixture of the manifest") from None
         cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "error"
         raise InvalidTest("warehouse_error", f"step {number} ({task.key}, {sql_task.action}): DuckDB refused a "
                                              f"statement ({cause}); run the SELECT over the fixtures yourself to see "

@@ -131,6 +131,9 @@ def _shared_warehouse() -> Warehouse:
             dbapi.execute(f"SET threads = {DUCKDB_THREADS}")
             # A statement running for seconds would otherwise draw DuckDB's progress bar into the report on stdout.
             dbapi.execute("SET enable_progress_bar = false")
+            # Hermetic: a test's SQL reads its fixtures and nothing else, not a file (read_csv, COPY) nor a URL;
+            # once off, DuckDB refuses to turn this back on while the database runs.
+            dbapi.execute("SET enable_external_access = false")
         _local.warehouse = warehouse
     return warehouse
 

@@ -189,3 +189,24 @@ def test_start__etl_craft_test__does_not_import_psycopg(project: Path) -> None:
     done = subprocess.run([sys.executable, "-c", _DRIVERS_IMPORTED, str(project)], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.stdout.splitlines()[-2:] == ["exit 0", "imported ['duckdb']"], done.stdout + done.stderr
+
+
+READ_FILE_MIGRATION = """
+INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE, TARGET_OBJECT)
+SELECT PIPELINE_ID, 'peek', 'SQL', 'OVERWRITE_TABLE', 'peek.sql', 'main.t_peek'
+  FROM CFG_PIPELINES WHERE PIPELINE_CODE = 'actions';
+"""
+
+
+def test_select__reads_a_file_of_the_machine__refused_by_the_warehouse(project: Path) -> None:
+    """Hermetic: a test's SQL reads its fixtures and nothing else, not a file beside them (nor a URL)."""
+    (project / "outside.csv").write_text("a\n42\n", encoding="utf-8")
+    (project / "migrations" / "0004_peek.sql").write_text(READ_FILE_MIGRATION, encoding="utf-8")
+    (project / "sql_files" / "peek.sql").write_text(f"SELECT a FROM read_csv('{project / 'outside.csv'}')\n",
+                                                   encoding="utf-8")
+    target = manifest(project, "peek", {"relations": src(project), "task": "peek", "expect": {"rows": 1}})
+    code, report = run_json(project, target)
+    test = report["tests"][0]
+    assert (code, test["status"]) == (4, "blocked"), test
+    assert [e["code"] for e in test["errors"]] == ["external_access"], test
+    assert "reads a file or a URL" in test["errors"][0]["message"], test
