@@ -123,7 +123,7 @@ class Outbox:
             return sender(self.message(alert_id), channel, self.config)
         except EtlCraftError as exc:
             return Delivery("FAILED", f"channel {channel_name}: {exc}")
-        except Exception as exc:  # noqa: BLE001 - a channel's bug must not stop the outbox or the run
+        except Exception as exc:
             return Delivery("FAILED", f"channel {channel_name}: {type(exc).__name__}: {exc}")
 
     def message(self, alert_id: int) -> AlertMessage:

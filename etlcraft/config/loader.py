@@ -46,11 +46,11 @@ from etlcraft.core.errors import ConfigurationError
 
 __all__ = [
     "CONFIG_FILE",
-    "AlertsConfig",
     "ENGINE_DIALECTS",
     "ENV_FILE",
     "SECRET_QUERY_KEYS",
     "WAREHOUSE_DIALECTS",
+    "AlertsConfig",
     "Connection",
     "EmailConfig",
     "OrchestrationConfig",
