@@ -58,6 +58,16 @@ def _post(alert: AlertMessage, channel: AlertChannel, config: ProjectConfig) -> 
 SENDERS: Mapping[str, Sender] = {"email": _send_email, "webhook": _post, "slack": _post}
 
 
+def retry_after(settings: AlertsConfig, attempts_made: int) -> int | None:
+    """Seconds until the next attempt after `attempts_made` attempts failed: Alerts.retry_delay_seconds, multiplied
+    by Alerts.retry_backoff for each further failure, capped at Alerts.retry_max_delay_seconds; None once
+    Alerts.max_attempts is reached (the delivery then fails for good)."""
+    if attempts_made >= settings.max_attempts:
+        return None
+    delay = settings.retry_delay_seconds * settings.retry_backoff ** max(0, attempts_made - 1)
+    return int(min(delay, settings.retry_max_delay_seconds))
+
+
 @dataclass(frozen=True)
 class Attempted:
     """One delivery attempt the outbox made: what it recorded."""
@@ -89,7 +99,7 @@ class Outbox:
     def _deliver(self, row: Any) -> Attempted:
         delivery = self._attempt(int(row.alert_id), str(row.channel))
         attempts = int(row.attempts) + 1
-        retry = self.settings.retry_after(attempts) if delivery.outcome == "FAILED" and delivery.retryable else None
+        retry = retry_after(self.settings, attempts) if delivery.outcome == "FAILED" and delivery.retryable else None
         try:
             recorded = call(self.db, "record_alert_delivery", delivery_id=row.delivery_id, owner_id=self.owner_id,
                             outcome=delivery.outcome, detail=delivery.detail[:4000], warning=delivery.warning,

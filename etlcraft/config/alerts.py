@@ -59,14 +59,6 @@ class AlertsConfig:
     claim_seconds: int = 120
     timeout_seconds: int = 10
 
-    def retry_after(self, attempts_made: int) -> int | None:
-        """Seconds until the next attempt after `attempts_made` attempts failed, exponential and capped; None once
-        max_attempts is reached (the delivery then fails for good)."""
-        if attempts_made >= self.max_attempts:
-            return None
-        delay = self.retry_delay_seconds * self.retry_backoff ** max(0, attempts_made - 1)
-        return int(min(delay, self.retry_max_delay_seconds))
-
 
 def check_channels(path: str, value: object) -> dict[str, dict[str, Any]]:
     """Alerts.channels checked and normalized (JSON-ready, for the configuration's fingerprint)."""

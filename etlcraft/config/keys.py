@@ -155,12 +155,12 @@ SECTIONS: tuple[Section, ...] = (
     Section("Engine", True, "The Engine DB: metadata, run history and the state machine."),
     Section("Warehouse", True, "The database SQL tasks read and write."),
     Section("Email", False, "The SMTP relay that alert e-mails will go through.", planned=ALERTS_RELEASE),
-    Section("Alerts", False, "The channels alert rules (CFG_ALERT_RULES) deliver to, and how deliveries are retried."),
     Section(
         "Orchestration",
         False,
         "How runs are scheduled, retried, leased and stopped. Every key is optional, so the section is too.",
     ),
+    Section("Alerts", False, "The channels alert rules (CFG_ALERT_RULES) deliver to, and how deliveries are retried."),
 )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from etlcraft.alerts.message import AlertMessage, Delivery
-from etlcraft.alerts.outbox import Outbox
+from etlcraft.alerts.outbox import Outbox, retry_after
 from etlcraft.config.alerts import AlertChannel, AlertsConfig
 from etlcraft.config.loader import ProjectConfig, load_config
 from etlcraft.engine.db import EngineDB
@@ -140,4 +140,4 @@ def test_deliver_due__an_unknown_channel_or_a_broken_sender_is_recorded_not_rais
 
 def test_alerts_config__retry_after_is_exponential_capped_and_ends_at_max_attempts() -> None:
     settings = AlertsConfig(max_attempts=5, retry_delay_seconds=30, retry_backoff=2.0, retry_max_delay_seconds=100)
-    assert [settings.retry_after(n) for n in range(1, 6)] == [30, 60, 100, 100, None]
+    assert [retry_after(settings, n) for n in range(1, 6)] == [30, 60, 100, 100, None]
