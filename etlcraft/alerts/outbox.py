@@ -130,11 +130,28 @@ class Outbox:
         if sender is None:
             return Delivery("FAILED", f"channel {channel_name} has type {channel.type}, which has no sender here")
         try:
-            return sender(self.message(alert_id), channel, self.config)
+            delivery = sender(self.message(alert_id), channel, self.config)
         except EtlCraftError as exc:
-            return Delivery("FAILED", f"channel {channel_name}: {exc}")
-        except Exception as exc:
-            return Delivery("FAILED", f"channel {channel_name}: {type(exc).__name__}: {exc}")
+            delivery = Delivery("FAILED", f"channel {channel_name}: {exc}")
+        except Exception as exc:  # a channel's bug must not stop the outbox or the run
+            delivery = Delivery("FAILED", f"channel {channel_name}: {type(exc).__name__}: {exc}")
+        return self._scrubbed(delivery, channel)
+
+    def _scrubbed(self, delivery: Delivery, channel: AlertChannel) -> Delivery:
+        """The delivery with the channel's secrets (a URL that carries a token, a signing key) masked wherever they
+        appear in what is recorded and logged: an error text from a library may quote the URL it called."""
+        secrets = []
+        for name in (channel.url_variable, channel.signing_key_variable):
+            if name:
+                try:
+                    secrets.append(resolve_variable(name, self.config.env, self.config.project_dir))
+                except EtlCraftError:
+                    continue
+        detail, warning = delivery.detail, delivery.warning
+        for secret in filter(None, secrets):
+            detail = detail.replace(secret, f"[{channel.name}: secret]")
+            warning = None if warning is None else warning.replace(secret, f"[{channel.name}: secret]")
+        return Delivery(delivery.outcome, detail, warning, delivery.retryable)
 
     def message(self, alert_id: int) -> AlertMessage:
         """The alert as channels render it, with links to the run in the HTTP API when its address is known."""
@@ -202,7 +219,9 @@ class AlertSender(threading.Thread):
             return self.outbox.deliver_due()
         except EtlCraftError as exc:
             log.warning("alert delivery pass failed: %s; the next pass tries again", exc)
-            return []
+        except Exception:  # never raised into the loop that runs the data
+            log.exception("alert delivery pass failed; the next pass tries again")
+        return []
 
     def stop(self, last_pass: bool = True) -> None:
         self.stopping.set()

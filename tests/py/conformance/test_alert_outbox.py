@@ -141,3 +141,13 @@ def test_deliver_due__an_unknown_channel_or_a_broken_sender_is_recorded_not_rais
 def test_alerts_config__retry_after_is_exponential_capped_and_ends_at_max_attempts() -> None:
     settings = AlertsConfig(max_attempts=5, retry_delay_seconds=30, retry_backoff=2.0, retry_max_delay_seconds=100)
     assert [retry_after(settings, n) for n in range(1, 6)] == [30, 60, 100, 100, None]
+
+
+def test_deliver_due__a_secret_quoted_in_an_error_is_masked_before_it_is_recorded(
+        project: Project, config: ProjectConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_URL", "https://hooks.slack.example/services/T0/B0/tok3n")
+    failed_run(project, "chat")
+    chat = Channel(RuntimeError("POST https://hooks.slack.example/services/T0/B0/tok3n: connection refused"))
+    Outbox(project.db, config, "me", {"slack": chat}).deliver_due()
+    [(_, _, _, _, detail)] = delivery(project)
+    assert detail == "channel chat: RuntimeError: POST [chat: secret]: connection refused"
