@@ -20,6 +20,7 @@ from etlcraft.core.errors import EtlCraftError, UsageError
 # Each command's module, imported only when the command runs (or help lists it): a command then loads only what it
 # uses, and `etl-craft status` does not pay for the SQL handler, sqlglot or DuckDB.
 COMMANDS = {
+    "alerts": "etlcraft.cli.alerts:command",
     "api": "etlcraft.cli.api:command",
     "audit": "etlcraft.cli.audit:command",
     "cancel": "etlcraft.cli.control:cancel",

@@ -30,8 +30,9 @@ def command(ctx: CliContext, pipeline_code: str | None, offline: bool, output_fo
     A warehouse that cannot be reached is a warning, not a problem. Writes nothing. Exits 7 when there is a
     problem."""
     config = ctx.config()
+    channels = tuple(config.alerts.channels) if config.alerts is not None else ()
     report = validate(ctx.existing_engine_db(), config.project_dir, config.warehouse.dialect, pipeline_code,
-                      None if offline else config)
+                      None if offline else config, alert_channels=channels)
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
     emit(output_format, report_document(report), lambda: report_text(report))

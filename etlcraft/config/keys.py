@@ -43,6 +43,7 @@ class KeyType(StrEnum):
     CHOICE = "choice"
     TEXT_LIST = "list of text"
     TIMEZONE = "IANA time zone"
+    CHANNELS = "mapping of alert channels"
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,9 @@ class Key:
             return "a file path (relative paths start at the project directory)"
         if self.type is KeyType.TEXT_LIST:
             return f"a list of at least one item, each {self.item_expected()}"
+        if self.type is KeyType.CHANNELS:
+            return ("a mapping of channel names to channels: {type: email, to: [addresses]}, {type: webhook, url or "
+                    "url_variable, signing_key_variable}, or {type: slack, url_variable}")
         return self.item_expected()
 
     def item_expected(self) -> str:
@@ -157,6 +161,7 @@ SECTIONS: tuple[Section, ...] = (
         False,
         "How runs are scheduled, retried, leased and stopped. Every key is optional, so the section is too.",
     ),
+    Section("Alerts", False, "The channels alert rules (CFG_ALERT_RULES) deliver to, and how deliveries are retried."),
 )
 
 
@@ -335,6 +340,25 @@ KEYS: tuple[Key, ...] = (
         pattern=ONE_LINE_PATTERN,
         pattern_meaning="one line of text",
     ),
+    Key("Alerts", "channels", KeyType.CHANNELS,
+        "The channels by name, as CFG_ALERT_RULES.CHANNELS lists them. type email: to (the recipients; the relay "
+        "is the Email section's). type webhook: url, or url_variable naming the variable that holds a URL carrying "
+        "a token; signing_key_variable names the variable holding the HMAC-SHA256 signing key. type slack: "
+        "url_variable names the variable holding the incoming-webhook URL.", required=True),
+    Key("Alerts", "max_attempts", KeyType.INTEGER,
+        "How many delivery attempts an alert gets on one channel before it is recorded FAILED for good.",
+        default=8, minimum=1, maximum=100),
+    Key("Alerts", "retry_delay_seconds", KeyType.INTEGER,
+        "The wait after a failed delivery attempt before the second one.", default=30, minimum=1, maximum=86400),
+    Key("Alerts", "retry_backoff", KeyType.NUMBER,
+        "What each further failed attempt multiplies the wait by.", default=2.0, minimum=1.0, maximum=10.0),
+    Key("Alerts", "retry_max_delay_seconds", KeyType.INTEGER,
+        "The longest wait between two delivery attempts.", default=3600, minimum=1, maximum=86400),
+    Key("Alerts", "claim_seconds", KeyType.INTEGER,
+        "How long a process holds the deliveries it claimed; a process that dies before recording them leaves "
+        "them to the next one after this.", default=120, minimum=10, maximum=86400),
+    Key("Alerts", "timeout_seconds", KeyType.INTEGER,
+        "How long one delivery attempt may take (connecting and sending).", default=10, minimum=1, maximum=300),
     Key(
         "Orchestration",
         "Project",

@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo, available_timezones
 import yaml
 
 from etlcraft import __version__
+from etlcraft.config.alerts import AlertsConfig, channels_from, check_channels
 from etlcraft.config.keys import (
     ENGINE_DIALECTS,
     SECTIONS,
@@ -49,6 +50,7 @@ __all__ = [
     "ENV_FILE",
     "SECRET_QUERY_KEYS",
     "WAREHOUSE_DIALECTS",
+    "AlertsConfig",
     "Connection",
     "EmailConfig",
     "OrchestrationConfig",
@@ -139,6 +141,7 @@ class ProjectConfig:
     orchestration: OrchestrationConfig
     email: EmailConfig | None = None
     env: Mapping[str, str] = field(repr=False, compare=False, default_factory=dict)
+    alerts: AlertsConfig | None = None
 
     def secret_value(self, holder: _HasSecret) -> str | None:
         """The password named by `holder.secret` (a Connection or the EmailConfig), read from its variable now:
@@ -261,12 +264,16 @@ def load_config(project_dir: Path) -> ProjectConfig:
     if "Email" in raw:
         normalized["Email"] = _settings("Email", raw["Email"], nodes)
         email = _build(EmailConfig, "Email", normalized["Email"], project_dir)
+    alerts = None
+    if "Alerts" in raw:
+        normalized["Alerts"] = _settings("Alerts", raw["Alerts"], nodes)
+        alerts = _build(AlertsConfig, "Alerts", normalized["Alerts"], project_dir)
     normalized["Orchestration"] = _settings("Orchestration", raw.get("Orchestration", {}), nodes)
     orchestration = _build(OrchestrationConfig, "Orchestration", normalized["Orchestration"], project_dir)
     env = read_env_file(project_dir / ENV_FILE)
     sha256 = _fingerprint(normalized)
     log.debug("loaded %s (sections %s; CONFIG_SHA256 %s)", path, ", ".join(map(str, raw)), sha256)
-    return ProjectConfig(project_dir, engine, warehouse, sha256, orchestration, email, env)
+    return ProjectConfig(project_dir, engine, warehouse, sha256, orchestration, email, env, alerts)
 
 
 # ------------------------------------------------------------------------------------------------ sections
@@ -340,6 +347,8 @@ def _build(cls: type[_T], section: str, values: Mapping[str, Any], project_dir: 
             value = _absolute(project_dir, value)
         elif key.type is KeyType.TEXT_LIST:
             value = tuple(value)
+        elif key.type is KeyType.CHANNELS:
+            value = channels_from(value)
         kwargs[key.field] = value
     return cls(**kwargs)
 
@@ -451,6 +460,8 @@ def _check(key: Key, value: object, node: yaml.Node | None) -> Any:
         raise _unexpected(key, value, node)
     if key.type is KeyType.TEXT_LIST:
         return _text_list(key, value, node)
+    if key.type is KeyType.CHANNELS:
+        return check_channels(key.path, value)
     if key.type is KeyType.VARIABLE:
         return _variable(key, value)
     if key.type is KeyType.CHOICE and isinstance(value, bool):  # YAML 1.1 reads off, no, on, yes as booleans

@@ -271,6 +271,26 @@ class TokenRole(StrEnum):
     ADMIN = "admin"
 
 
+@unique
+class AlertKind(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    RUN_FAILED = "RUN_FAILED"
+    SLA_BREACHED = "SLA_BREACHED"
+    ATTEMPT_LOST = "ATTEMPT_LOST"
+    GATE_WAITING = "GATE_WAITING"
+    RUN_RECOVERED = "RUN_RECOVERED"
+
+
+@unique
+class DeliveryStatus(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+
+
 #: Every enum above by the name state_machine.yaml gives it.
 ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
@@ -297,4 +317,6 @@ ENUMS: dict[str, type[StrEnum]] = {
     "MigrationKind": MigrationKind,
     "EngineSetting": EngineSetting,
     "TokenRole": TokenRole,
+    "AlertKind": AlertKind,
+    "DeliveryStatus": DeliveryStatus,
 }

@@ -34,6 +34,11 @@ POINTS = (
     "before_finalize",  # in the parent, when nothing is left to run, before finalize_run
 )
 
+#: Fault points off an attempt's path (the loop over POINTS does not reach them; each has its own test).
+OTHER_POINTS = (
+    "alerts_claimed",  # in the alert outbox, after claim_alert_deliveries committed, before any channel is called
+)
+
 
 def fault_point(name: str) -> None:
     wanted = os.environ.get(VARIABLE)

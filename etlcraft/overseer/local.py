@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
+from etlcraft.alerts.outbox import AlertSender
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EngineUnreachableError, EtlCraftError, StaleTransitionError
@@ -94,8 +95,10 @@ class RunLoop:
 
     def __init__(self, db: EngineDB, run_id: int, settings: RunSettings, actor: Actor,
                  policies: Callable[[int], TaskPolicy], on_event: Callable[[str], None],
-                 reconcile: Callable[[], object], scope: frozenset[int] | None = None) -> None:
+                 reconcile: Callable[[], object], scope: frozenset[int] | None = None,
+                 alerts: AlertSender | None = None) -> None:
         self.db, self.run_id, self.settings, self.actor = db, run_id, settings, actor
+        self.alerts = alerts  # delivers alerts on its own thread while the run runs, and once more at its end
         self.on_event = on_event
         self.driver = RunDriver(db, run_id, settings, policies, on_event, reconcile, scope)
         try:
@@ -117,12 +120,16 @@ class RunLoop:
         heartbeat = Heartbeat(self.db, self.settings.owner_id, self.run_id, self.settings.lease_seconds,
                               self.settings.heartbeat_seconds, Actor(self.actor.name, SYSTEM_KIND))
         heartbeat.start()
+        if self.alerts is not None:
+            self.alerts.start()
+        interrupted = False
         self.driver.requeue_lost()
         try:
             with signals_as_interrupts():
                 try:
                     self._loop(heartbeat)
                 except Interrupted as exc:
+                    interrupted = True
                     reason = f"the etl-craft run supervising it received {exc}"
                     self.driver.stop(self.supervisor, reason)
                     self.outcome.message = f"{reason}; run {self.run_id} is left IN-PROGRESS to resume"
@@ -130,6 +137,9 @@ class RunLoop:
                     raise
         finally:
             heartbeat.stop()
+            if self.alerts is not None:
+                # the run's own alerts (RUN_FAILED, ...) were raised as it was finalized: one last pass sends them
+                self.alerts.stop(last_pass=not interrupted)
         return self.outcome
 
     def _loop(self, heartbeat: Heartbeat) -> None:

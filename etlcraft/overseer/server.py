@@ -31,6 +31,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from etlcraft import __version__
+from etlcraft.alerts.outbox import AlertSender
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import (
@@ -177,8 +178,9 @@ class Beat(threading.Thread):
 class Server:
     def __init__(self, db: EngineDB, settings: ServerSettings, run_settings: Callable[[str, int, int | None],
                  RunSettings], policies: Callable[[int], Callable[[int], TaskPolicy]],
-                 reconcile: Callable[[], object], log: ServerLog) -> None:
+                 reconcile: Callable[[], object], log: ServerLog, alerts: AlertSender | None = None) -> None:
         self.db, self.settings, self.log = db, settings, log
+        self.alerts = alerts  # delivers alerts on its own thread; each heartbeat's turn raises the overdue ones
         self.run_settings, self.policies, self.reconcile = run_settings, policies, reconcile
         self.drivers: dict[int, RunDriver] = {}
         self.left: dict[int, float] = {}  # runs given up for now (paused, refused): not taken again before then
@@ -234,10 +236,14 @@ class Server:
                 self._register()
                 self.beat = Beat(self)
                 self.beat.start()
+                if self.alerts is not None:
+                    self.alerts.start()
                 try:
                     yield
                 finally:
                     self.beat.stop()
+                    if self.alerts is not None:
+                        self.alerts.stop(last_pass=False)
                     if self.listener is not None:
                         self.listener.close()
                     with contextlib.suppress(EtlCraftError):
@@ -311,6 +317,7 @@ class Server:
         if now - self.last_reconcile >= self.settings.heartbeat_seconds:
             self.reconcile()
             self._check_slas()
+            self._raise_overdue_alerts()
             self.last_reconcile = now
         if self.scheduler.due(self.db.clock.now()) or now - self.last_schedules >= SCHEDULE_REFRESH_SECONDS:
             for run in self.scheduler.tick(self.db.clock.now()):
@@ -339,6 +346,15 @@ class Server:
                 self.log(f"run {row.pipeline_run_id} of {row.pipeline_code} breached its SLA: still running "
                          f"{row.sla_minutes} minutes after it started", run=row.pipeline_run_id,
                          pipeline=row.pipeline_code)
+
+    def _raise_overdue_alerts(self) -> None:
+        """Gate waits past their rule's threshold raise GATE_WAITING (raise_overdue_alerts); then the alert sender
+        is woken to deliver what this heartbeat's decisions raised (RUN_FAILED, SLA_BREACHED, ATTEMPT_LOST, ...)."""
+        for row in call(self.db, "raise_overdue_alerts"):
+            self.log(f"alert {row.alert_id}: a gate of run {row.pipeline_run_id} waits past its alert threshold",
+                     run=row.pipeline_run_id)
+        if self.alerts is not None:
+            self.alerts.poke()
 
     def _step_drivers(self) -> None:
         now = time.monotonic()

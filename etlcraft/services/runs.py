@@ -16,9 +16,10 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from etlcraft.alerts.outbox import AlertSender, alert_sender
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters
-from etlcraft.core.actor import SYSTEM, acting_as, current_actor
+from etlcraft.core.actor import SYSTEM, Actor, acting_as, current_actor
 from etlcraft.core.errors import (
     AmbiguousError,
     MigrationError,
@@ -269,6 +270,12 @@ def run_settings(db: EngineDB, config: ProjectConfig, pipeline_code: str, run_id
     )
 
 
+def _alerts(db: EngineDB, config: ProjectConfig, me: str) -> AlertSender:
+    """The alert sender of a foreground run: it raises the alerts time calls for (SLA, gate waits) and delivers
+    what is due while the run runs, and once more when it ends (etlcraft.alerts.outbox)."""
+    return alert_sender(db, config, me, Actor(current_actor().name, SYSTEM.kind), sweep=True)
+
+
 def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
                  on_event: Callable[[str], None] = lambda _: None) -> RunOutcome:
     """Create or resume the run `request` names and drive it to its end in the foreground; with request.task, run
@@ -292,7 +299,7 @@ def run_pipeline(db: EngineDB, config: ProjectConfig, request: RunRequest,
     on_event(f"run {run_id} of {pipeline.code} supervised by {me}")
     settings = _settings(db, config, pipeline, run_id, me, identity)
     return RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
-                   lambda: reconcile(db, lease)).run()
+                   lambda: reconcile(db, lease), alerts=_alerts(db, config, me)).run()
 
 
 @dataclass
@@ -342,7 +349,7 @@ def backfill(db: EngineDB, config: ProjectConfig, request: RunRequest, first: da
         call(db, "start_run", run_id=run_id, owner_id=me, lease_seconds=lease)
         settings = _settings(db, config, pipeline, run_id, me, identity)
         ran = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
-                      lambda: reconcile(db, lease)).run()
+                      lambda: reconcile(db, lease), alerts=_alerts(db, config, me)).run()
         outcome.runs.append(ran)
         on_event(f"backfill {pipeline.code}: {day}: {ran.message}")
         if ran.status not in ("SUCCESS", "SKIPPED"):
@@ -489,7 +496,7 @@ def run_task(db: EngineDB, config: ProjectConfig, request: RunRequest, task: Tas
         settings = dataclasses.replace(settings, child=dataclasses.replace(settings.child,
                                                                            forced_task_ids=frozenset({task_id})))
     loop = RunLoop(db, run_id, settings, current_actor(), task_policies(db, run_id), on_event,
-                   lambda: reconcile(db, lease), scope=scope)
+                   lambda: reconcile(db, lease), scope=scope, alerts=_alerts(db, config, me))
     loop.task_codes[task_id] = task.task_code
     return loop.run()
 

@@ -11,6 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from etlcraft import __version__
+from etlcraft.alerts.outbox import alert_sender
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core.process import owner_id
 from etlcraft.engine.db import EngineDB
@@ -19,7 +20,7 @@ from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.engine.settings import engine_id
 from etlcraft.overseer.driver import RunSettings, as_utc
 from etlcraft.overseer.schedules import read_schedules, run_date_of, tick_key
-from etlcraft.overseer.server import LEADER_LOCK, Server, ServerLog, ServerSettings
+from etlcraft.overseer.server import LEADER_LOCK, SERVER_ACTOR, Server, ServerLog, ServerSettings
 from etlcraft.services.runs import create_run_settings, reconcile, run_settings, task_policies
 
 #: Task processes a server runs at once over every pipeline, unless --slots says otherwise.
@@ -52,8 +53,9 @@ def build_server(db: EngineDB, config: ProjectConfig, slots: int, log: ServerLog
         shutdown_grace_seconds=orchestration.shutdown_grace_seconds,
         gate_wait_seconds=orchestration.gate_wait_minutes * 60, timezone=orchestration.timezone,
         run_settings=create_run_settings(config), child=template.child)
+    alerts = alert_sender(db, config, me, SERVER_ACTOR, sweep=False)
     return Server(db, settings, settings_for, lambda run_id: task_policies(db, run_id),
-                  lambda: reconcile(db, orchestration.lease_seconds), log)
+                  lambda: reconcile(db, orchestration.lease_seconds), log, alerts)
 
 
 def health_json(db: EngineDB) -> dict[str, Any]:

@@ -4,7 +4,8 @@ found, what was expected and the remedy. Reads only: nothing is written to the E
 Checks: codes; handler, action and file columns; task parameters (names, scope, values, required ones); edge
 types and run conditions; dependency cycles in a pipeline and across pipelines; schedules and time zones; one
 TABLE_FORMAT per target (B43); SQL files (one read-only SELECT, $$ tokens, output names: B12, B44, B45, B57);
-ingestion scripts; business rules (a BUSINESS_RULES task has rules, each RULE_SQL one condition: B57). Given the
+ingestion scripts; business rules (a BUSINESS_RULES task has rules, each RULE_SQL one condition: B57); alert rules
+(each channel of an active CFG_ALERT_RULES row is a channel of the Alerts section). Given the
 project's configuration, also the warehouse: the tables and columns each SELECT reads and each target
 (services.validate_warehouse).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
@@ -36,6 +37,7 @@ from etlcraft.core.states import state_machine
 from etlcraft.core.zones import EXPECTED as _ZONE_EXPECTED
 from etlcraft.core.zones import zone_problem
 from etlcraft.engine.db import EngineDB
+from etlcraft.engine.queries import fetch_all
 from etlcraft.handlers.email_alert import TOKENS as _ALERT_TOKENS
 from etlcraft.handlers.email_alert import unknown_tokens
 from etlcraft.services import validate_warehouse
@@ -86,11 +88,16 @@ class ValidationReport:
 
 
 def validate(db: EngineDB, project_dir: Path, warehouse_dialect: str, pipeline_code: str | None = None,
-             config: ProjectConfig | None = None) -> ValidationReport:
+             config: ProjectConfig | None = None, alert_channels: Collection[str] | None = None) -> ValidationReport:
     """Check the Engine DB's active metadata against the project's files and, with `config`, against its
-    warehouse; `pipeline_code` narrows the report to the problems that involve that pipeline."""
+    warehouse; with `alert_channels` (the names of craft-connector.yml's Alerts channels), every active alert rule
+    names only those; `pipeline_code` narrows the report to the problems that involve that pipeline."""
     metadata = load_metadata(db)
     report = check_metadata(metadata, project_dir, warehouse_dialect, pipeline_code)
+    if alert_channels is not None:
+        rules = [p for p in alert_rule_problems(db, metadata, alert_channels)
+                 if pipeline_code is None or pipeline_code in p.pipelines]
+        report = replace(report, problems=tuple(_ordered([*report.problems, *rules], metadata)))
     if config is None:
         return report
     found = validate_warehouse.check_warehouse(metadata, config, pipeline_code)
@@ -111,6 +118,30 @@ def _relay_problems(metadata: Metadata, config: ProjectConfig, pipeline_code: st
                                 "has no Email section", None, "the SMTP relay in the Email section (host, "
                                 "from_address, to)", "add the Email section (docs/guides/alerts-email.md), or "
                                 f"switch the task off {_NEW_MIGRATION}")
+
+
+def alert_rule_problems(db: EngineDB, metadata: Metadata, channels: Collection[str]) -> Iterator[Problem]:
+    """Each channel an active CFG_ALERT_RULES row lists that is not a channel of craft-connector.yml's Alerts
+    section: its alerts would be recorded undeliverable."""
+    with db.read() as conn:
+        rules = fetch_all(db, conn, "alert_rules")
+    configured = ", ".join(sorted(channels)) or "none: craft-connector.yml has no Alerts section"
+    for rule in rules:
+        if rule["active_flag"] != "Y":
+            continue
+        pipeline = rule["pipeline_code"]
+        where = (f"alert rule {rule['alert_rule_id']} ({rule['alert_kind']} of pipeline {pipeline})" if pipeline
+                 else f"alert rule {rule['alert_rule_id']} ({rule['alert_kind']}, default of project "
+                      f"{rule['project_code']})")
+        involved = (pipeline,) if pipeline else tuple(
+            p.code for p in metadata.pipelines if p.project_code == rule["project_code"])
+        for name in (c.strip() for c in str(rule["channels"]).split(",")):
+            if name not in channels:
+                yield Problem("alert-channel-unknown", where, f"CHANNELS names the channel {name!r}, which is not "
+                              f"among the Alerts channels of craft-connector.yml ({configured})", name,
+                              "a channel name of Alerts: channels",
+                              f"add the channel {name} under Alerts: channels in craft-connector.yml, or correct "
+                              f"CFG_ALERT_RULES.CHANNELS {_NEW_MIGRATION}", involved)
 
 
 def _ordered(found: list[Problem], metadata: Metadata) -> list[Problem]:

@@ -843,7 +843,7 @@ $fn$;
 -- @purpose Record that nobody knows how an attempt ended (its owner stopped renewing its lease): the attempt
 --   ends LOST and its task run reads FAILED, both with message, by default "attempt N was lost: owner O stopped
 --   renewing its lease at T". Fenced by the owner the caller saw, so an attempt claimed again or renewed since is
---   left alone.
+--   left alone. Raises an ATTEMPT_LOST alert (one per run) when an active rule applies.
 -- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id
@@ -953,6 +953,35 @@ BEGIN
                      AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
            WHERE c.RETRY_NUMBER < c.RETRIES) x
     JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+  INSERT INTO etl_craft.AUD_ALERTS
+    (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
+     RAISED_AT)
+  SELECT c.PIPELINE_RUN_ID, 'ATTEMPT_LOST', ar.ALERT_RULE_ID, ar.CHANNELS, c.TASK_ID, c.TASK_RUN_ID, c.ATTEMPT_ID,
+         c.STATUS, c.ERROR_MESSAGE, v_now
+    FROM (SELECT t.PIPELINE_RUN_ID, t.TASK_ID, t.TASK_RUN_ID, a.ATTEMPT_ID, a.STATUS, a.ERROR_MESSAGE
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+   WHERE a.ATTEMPT_ID = p_attempt_id AND a.STATUS = 'LOST') c
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG ar_r ON ar_r.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+    JOIN etl_craft.CFG_PIPELINES ar_p ON ar_p.PIPELINE_ID = ar_r.PIPELINE_ID
+    JOIN etl_craft.CFG_ALERT_RULES ar
+      ON ar.PROJECT_ID = ar_p.PROJECT_ID AND ar.ALERT_KIND = 'ATTEMPT_LOST' AND ar.ACTIVE_FLAG = 'Y'
+     AND (ar.PIPELINE_ID = ar_p.PIPELINE_ID
+          OR (ar.PIPELINE_ID IS NULL
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_ALERT_RULES o
+                               WHERE o.PIPELINE_ID = ar_p.PIPELINE_ID AND o.ALERT_KIND = 'ATTEMPT_LOST'
+                                 AND o.ACTIVE_FLAG = 'Y')))
+   WHERE 1 = 1
+   ORDER BY c.PIPELINE_RUN_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERT_DELIVERIES (ALERT_ID, CHANNEL, DELIVERY_STATUS, ATTEMPTS, NEXT_ATTEMPT_AT)
+  SELECT a.ALERT_ID, ch.value, 'PENDING', 0, v_now
+    FROM etl_craft.AUD_ALERTS a CROSS JOIN LATERAL unnest(string_to_array(replace(a.CHANNELS, ' ', ''), ',')) AS ch(value)
+   WHERE a.ALERT_KIND = 'ATTEMPT_LOST' AND a.PIPELINE_RUN_ID IN (SELECT c.PIPELINE_RUN_ID FROM (SELECT t.PIPELINE_RUN_ID, t.TASK_ID, t.TASK_RUN_ID, a.ATTEMPT_ID, a.STATUS, a.ERROR_MESSAGE
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+   WHERE a.ATTEMPT_ID = p_attempt_id AND a.STATUS = 'LOST') c)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
+   ORDER BY a.ALERT_ID
+  ON CONFLICT DO NOTHING;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text
     FROM (

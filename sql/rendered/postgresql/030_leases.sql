@@ -172,7 +172,8 @@ $fn$;
 --   checked its local processes, and judges other hosts' attempts with host NULL and a larger grace (two lease
 --   periods). Then every IN-PROGRESS run whose lease expired more than grace_seconds ago and that has no CLAIMED or
 --   RUNNING attempt left is released (OWNER_ID and LEASE_EXPIRES_AT NULL): it stays IN-PROGRESS and can be resumed.
---   Returns the attempts it marked LOST.
+--   Raises an ATTEMPT_LOST alert (one per run) for the attempts it marked LOST when an active rule applies. Returns
+--   the attempts it marked LOST.
 -- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED; RUN ownership released
 -- @locks the expired attempt rows (PostgreSQL: FOR UPDATE SKIP LOCKED, so an attempt being renewed or ended
 --   right now is left to the next pass), then their task runs, then the expired runs
@@ -279,6 +280,35 @@ BEGIN
                      AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
            WHERE c.RETRY_NUMBER < c.RETRIES) x
     JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+  INSERT INTO etl_craft.AUD_ALERTS
+    (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
+     RAISED_AT)
+  SELECT c.PIPELINE_RUN_ID, 'ATTEMPT_LOST', ar.ALERT_RULE_ID, ar.CHANNELS, c.TASK_ID, c.TASK_RUN_ID, c.ATTEMPT_ID,
+         c.STATUS, c.ERROR_MESSAGE, v_now
+    FROM (SELECT t.PIPELINE_RUN_ID, t.TASK_ID, t.TASK_RUN_ID, a.ATTEMPT_ID, a.STATUS, a.ERROR_MESSAGE
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+   WHERE a.ATTEMPT_ID = ANY (v_lost) AND a.STATUS = 'LOST') c
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG ar_r ON ar_r.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+    JOIN etl_craft.CFG_PIPELINES ar_p ON ar_p.PIPELINE_ID = ar_r.PIPELINE_ID
+    JOIN etl_craft.CFG_ALERT_RULES ar
+      ON ar.PROJECT_ID = ar_p.PROJECT_ID AND ar.ALERT_KIND = 'ATTEMPT_LOST' AND ar.ACTIVE_FLAG = 'Y'
+     AND (ar.PIPELINE_ID = ar_p.PIPELINE_ID
+          OR (ar.PIPELINE_ID IS NULL
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_ALERT_RULES o
+                               WHERE o.PIPELINE_ID = ar_p.PIPELINE_ID AND o.ALERT_KIND = 'ATTEMPT_LOST'
+                                 AND o.ACTIVE_FLAG = 'Y')))
+   WHERE 1 = 1
+   ORDER BY c.PIPELINE_RUN_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERT_DELIVERIES (ALERT_ID, CHANNEL, DELIVERY_STATUS, ATTEMPTS, NEXT_ATTEMPT_AT)
+  SELECT a.ALERT_ID, ch.value, 'PENDING', 0, v_now
+    FROM etl_craft.AUD_ALERTS a CROSS JOIN LATERAL unnest(string_to_array(replace(a.CHANNELS, ' ', ''), ',')) AS ch(value)
+   WHERE a.ALERT_KIND = 'ATTEMPT_LOST' AND a.PIPELINE_RUN_ID IN (SELECT c.PIPELINE_RUN_ID FROM (SELECT t.PIPELINE_RUN_ID, t.TASK_ID, t.TASK_RUN_ID, a.ATTEMPT_ID, a.STATUS, a.ERROR_MESSAGE
+    FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
+   WHERE a.ATTEMPT_ID = ANY (v_lost) AND a.STATUS = 'LOST') c)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
+   ORDER BY a.ALERT_ID
+  ON CONFLICT DO NOTHING;
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
      SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
    WHERE r.STATUS = 'IN-PROGRESS' AND r.LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))

@@ -8,13 +8,18 @@
 --   are written together or not at all (B9). Refused while an attempt of the run is QUEUED, CLAIMED or RUNNING (B24),
 --   and while an active task of the pipeline has no settled task run (SUCCESS, FAILED, SKIPPED or CANCELLED) unless the
 --   run is being cancelled (B25). Status: CANCELLED when a cancel was requested; else from the task runs, leaving out
---   EMAIL_ALERT tasks unless every task run is an alert's (alert failures do not fail the run): all SKIPPED ->
+--   EMAIL_ALERT tasks unless every task run is an alert's (a documented decision, docs/guides/alerts.md: a broken relay
+--   must not fail or block the data, so an alert task's failure is recorded on its task run but does not fail the
+--   run; a pipeline of alert tasks only is judged by them): all SKIPPED ->
 --   SKIPPED (B30), any FAILED or CANCELLED -> FAILED, else SUCCESS. SLA_STATUS is decided once (B13): kept when set,
 --   else MET when the run ended within the pipeline's SLA_MINUTES of its START_DATE, BREACHED otherwise, NULL without
 --   SLA_MINUTES. A repair (REPAIR_PENDING) that ends SUCCESS publishes OUTPUT_REVISION + 1 and clears it; a failed
 --   repair keeps it. On SUCCESS, the latest SATISFIED pipeline decision of each dependency of the run is consumed
 --   (AUD_DEPENDENCY_CONSUMPTION), never re-judged (B62); consumed counts the rows written. END_DATE is now, ENDED_BY
---   the actor (SYSTEM when the engine finalizes); owner and lease are cleared; open gate waits end ABANDONED. With
+--   the actor (SYSTEM when the engine finalizes); owner and lease are cleared; open gate waits end ABANDONED. Alerts
+--   are raised in the same transaction when an active rule applies (CFG_ALERT_RULES): RUN_FAILED when the run ends
+--   FAILED, SLA_BREACHED when its SLA_STATUS is BREACHED, RUN_RECOVERED when it ends SUCCESS and the pipeline's
+--   previous ended run (by END_DATE) is FAILED; one alert per run and kind. With
 --   owner_id, a run supervised by
 --   another owner whose lease is live is refused.
 -- @transition RUN IN-PROGRESS -> SUCCESS, FAILED, SKIPPED or CANCELLED
@@ -152,6 +157,105 @@ BEGIN
   UPDATE etl_craft.AUD_GATE_WAITS
      SET OUTCOME = 'ABANDONED', ENDED_AT = v_now, NEXT_CHECK_AT = NULL
    WHERE PIPELINE_RUN_ID = p_run_id AND ENDED_AT IS NULL;
+  -- Alerts the ending calls for (issue 23), decided here with it: a FAILED run (naming its first failed task run), an
+  -- SLA found BREACHED (once per run: breach_slas may have raised it while the run ran), a SUCCESS after a FAILED end.
+  INSERT INTO etl_craft.AUD_ALERTS
+    (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
+     RAISED_AT)
+  SELECT c.PIPELINE_RUN_ID, 'RUN_FAILED', ar.ALERT_RULE_ID, ar.CHANNELS, c.TASK_ID, c.TASK_RUN_ID, c.ATTEMPT_ID,
+         c.STATUS, c.ERROR_MESSAGE, v_now
+    FROM (SELECT r.PIPELINE_RUN_ID, f.TASK_ID, f.TASK_RUN_ID, CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, f.ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r LEFT JOIN etl_craft.AUD_TASK_RUN_LOG f ON f.TASK_RUN_ID = (SELECT MIN(x.TASK_RUN_ID) FROM etl_craft.AUD_TASK_RUN_LOG x
+                                                           WHERE x.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND x.STATUS = 'FAILED')
+   WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'FAILED') c
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG ar_r ON ar_r.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+    JOIN etl_craft.CFG_PIPELINES ar_p ON ar_p.PIPELINE_ID = ar_r.PIPELINE_ID
+    JOIN etl_craft.CFG_ALERT_RULES ar
+      ON ar.PROJECT_ID = ar_p.PROJECT_ID AND ar.ALERT_KIND = 'RUN_FAILED' AND ar.ACTIVE_FLAG = 'Y'
+     AND (ar.PIPELINE_ID = ar_p.PIPELINE_ID
+          OR (ar.PIPELINE_ID IS NULL
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_ALERT_RULES o
+                               WHERE o.PIPELINE_ID = ar_p.PIPELINE_ID AND o.ALERT_KIND = 'RUN_FAILED'
+                                 AND o.ACTIVE_FLAG = 'Y')))
+   WHERE 1 = 1
+   ORDER BY c.PIPELINE_RUN_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERT_DELIVERIES (ALERT_ID, CHANNEL, DELIVERY_STATUS, ATTEMPTS, NEXT_ATTEMPT_AT)
+  SELECT a.ALERT_ID, ch.value, 'PENDING', 0, v_now
+    FROM etl_craft.AUD_ALERTS a CROSS JOIN LATERAL unnest(string_to_array(replace(a.CHANNELS, ' ', ''), ',')) AS ch(value)
+   WHERE a.ALERT_KIND = 'RUN_FAILED' AND a.PIPELINE_RUN_ID IN (SELECT c.PIPELINE_RUN_ID FROM (SELECT r.PIPELINE_RUN_ID, f.TASK_ID, f.TASK_RUN_ID, CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, f.ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r LEFT JOIN etl_craft.AUD_TASK_RUN_LOG f ON f.TASK_RUN_ID = (SELECT MIN(x.TASK_RUN_ID) FROM etl_craft.AUD_TASK_RUN_LOG x
+                                                           WHERE x.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND x.STATUS = 'FAILED')
+   WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'FAILED') c)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
+   ORDER BY a.ALERT_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERTS
+    (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
+     RAISED_AT)
+  SELECT c.PIPELINE_RUN_ID, 'SLA_BREACHED', ar.ALERT_RULE_ID, ar.CHANNELS, c.TASK_ID, c.TASK_RUN_ID, c.ATTEMPT_ID,
+         c.STATUS, c.ERROR_MESSAGE, v_now
+    FROM (SELECT r.PIPELINE_RUN_ID, CAST(NULL AS BIGINT) AS TASK_ID, CAST(NULL AS BIGINT) AS TASK_RUN_ID,
+         CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, CAST(NULL AS TEXT) AS ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.SLA_STATUS = 'BREACHED') c
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG ar_r ON ar_r.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+    JOIN etl_craft.CFG_PIPELINES ar_p ON ar_p.PIPELINE_ID = ar_r.PIPELINE_ID
+    JOIN etl_craft.CFG_ALERT_RULES ar
+      ON ar.PROJECT_ID = ar_p.PROJECT_ID AND ar.ALERT_KIND = 'SLA_BREACHED' AND ar.ACTIVE_FLAG = 'Y'
+     AND (ar.PIPELINE_ID = ar_p.PIPELINE_ID
+          OR (ar.PIPELINE_ID IS NULL
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_ALERT_RULES o
+                               WHERE o.PIPELINE_ID = ar_p.PIPELINE_ID AND o.ALERT_KIND = 'SLA_BREACHED'
+                                 AND o.ACTIVE_FLAG = 'Y')))
+   WHERE 1 = 1
+   ORDER BY c.PIPELINE_RUN_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERT_DELIVERIES (ALERT_ID, CHANNEL, DELIVERY_STATUS, ATTEMPTS, NEXT_ATTEMPT_AT)
+  SELECT a.ALERT_ID, ch.value, 'PENDING', 0, v_now
+    FROM etl_craft.AUD_ALERTS a CROSS JOIN LATERAL unnest(string_to_array(replace(a.CHANNELS, ' ', ''), ',')) AS ch(value)
+   WHERE a.ALERT_KIND = 'SLA_BREACHED' AND a.PIPELINE_RUN_ID IN (SELECT c.PIPELINE_RUN_ID FROM (SELECT r.PIPELINE_RUN_ID, CAST(NULL AS BIGINT) AS TASK_ID, CAST(NULL AS BIGINT) AS TASK_RUN_ID,
+         CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, CAST(NULL AS TEXT) AS ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.SLA_STATUS = 'BREACHED') c)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
+   ORDER BY a.ALERT_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERTS
+    (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
+     RAISED_AT)
+  SELECT c.PIPELINE_RUN_ID, 'RUN_RECOVERED', ar.ALERT_RULE_ID, ar.CHANNELS, c.TASK_ID, c.TASK_RUN_ID, c.ATTEMPT_ID,
+         c.STATUS, c.ERROR_MESSAGE, v_now
+    FROM (SELECT r.PIPELINE_RUN_ID, CAST(NULL AS BIGINT) AS TASK_ID, CAST(NULL AS BIGINT) AS TASK_RUN_ID,
+         CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, CAST(NULL AS TEXT) AS ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'SUCCESS' AND 'FAILED' = (
+           SELECT e.STATUS FROM etl_craft.AUD_PIPELINES_RUN_LOG e
+            WHERE e.PIPELINE_ID = r.PIPELINE_ID AND e.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID AND e.END_DATE IS NOT NULL
+              AND e.STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')
+            ORDER BY e.END_DATE DESC, e.PIPELINE_RUN_ID DESC LIMIT 1)) c
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG ar_r ON ar_r.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+    JOIN etl_craft.CFG_PIPELINES ar_p ON ar_p.PIPELINE_ID = ar_r.PIPELINE_ID
+    JOIN etl_craft.CFG_ALERT_RULES ar
+      ON ar.PROJECT_ID = ar_p.PROJECT_ID AND ar.ALERT_KIND = 'RUN_RECOVERED' AND ar.ACTIVE_FLAG = 'Y'
+     AND (ar.PIPELINE_ID = ar_p.PIPELINE_ID
+          OR (ar.PIPELINE_ID IS NULL
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_ALERT_RULES o
+                               WHERE o.PIPELINE_ID = ar_p.PIPELINE_ID AND o.ALERT_KIND = 'RUN_RECOVERED'
+                                 AND o.ACTIVE_FLAG = 'Y')))
+   WHERE 1 = 1
+   ORDER BY c.PIPELINE_RUN_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERT_DELIVERIES (ALERT_ID, CHANNEL, DELIVERY_STATUS, ATTEMPTS, NEXT_ATTEMPT_AT)
+  SELECT a.ALERT_ID, ch.value, 'PENDING', 0, v_now
+    FROM etl_craft.AUD_ALERTS a CROSS JOIN LATERAL unnest(string_to_array(replace(a.CHANNELS, ' ', ''), ',')) AS ch(value)
+   WHERE a.ALERT_KIND = 'RUN_RECOVERED' AND a.PIPELINE_RUN_ID IN (SELECT c.PIPELINE_RUN_ID FROM (SELECT r.PIPELINE_RUN_ID, CAST(NULL AS BIGINT) AS TASK_ID, CAST(NULL AS BIGINT) AS TASK_RUN_ID,
+         CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, CAST(NULL AS TEXT) AS ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'SUCCESS' AND 'FAILED' = (
+           SELECT e.STATUS FROM etl_craft.AUD_PIPELINES_RUN_LOG e
+            WHERE e.PIPELINE_ID = r.PIPELINE_ID AND e.PIPELINE_RUN_ID <> r.PIPELINE_RUN_ID AND e.END_DATE IS NOT NULL
+              AND e.STATUS IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')
+            ORDER BY e.END_DATE DESC, e.PIPELINE_RUN_ID DESC LIMIT 1)) c)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
+   ORDER BY a.ALERT_ID
+  ON CONFLICT DO NOTHING;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.status::text, q.sla_status::text, q.output_revision::integer, q.consumed::integer
     FROM (
@@ -167,8 +271,9 @@ $fn$;
 -- @returns pipeline_run_id bigint, pipeline_code text, sla_minutes int, start_date timestamptz
 -- @purpose Record SLA_STATUS = BREACHED on every IN-PROGRESS run still running past its pipeline's SLA_MINUTES
 --   from its START_DATE, while it runs rather than when it ends (finalize_run keeps it: an SLA is decided once, B13).
---   Returns every IN-PROGRESS run whose SLA is breached, those recorded earlier included. The server calls it every
---   heartbeat.
+--   Raises an SLA_BREACHED alert (one per run) for each of them when an active rule applies. Returns every
+--   IN-PROGRESS run whose SLA is breached, those recorded earlier included. The server calls it every heartbeat, and
+--   etl-craft run between its turns.
 -- @transition none (SLA_STATUS of running runs)
 -- @locks the IN-PROGRESS runs past their SLA
 -- @errors none
@@ -203,6 +308,35 @@ BEGIN
      AND EXISTS (SELECT 1 FROM etl_craft.CFG_PIPELINES p
                   WHERE p.PIPELINE_ID = r.PIPELINE_ID AND p.SLA_MINUTES IS NOT NULL
                     AND v_now > (r.START_DATE + make_interval(secs => p.SLA_MINUTES * 60)));
+  INSERT INTO etl_craft.AUD_ALERTS
+    (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
+     RAISED_AT)
+  SELECT c.PIPELINE_RUN_ID, 'SLA_BREACHED', ar.ALERT_RULE_ID, ar.CHANNELS, c.TASK_ID, c.TASK_RUN_ID, c.ATTEMPT_ID,
+         c.STATUS, c.ERROR_MESSAGE, v_now
+    FROM (SELECT r.PIPELINE_RUN_ID, CAST(NULL AS BIGINT) AS TASK_ID, CAST(NULL AS BIGINT) AS TASK_RUN_ID,
+         CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, CAST(NULL AS TEXT) AS ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.STATUS = 'IN-PROGRESS' AND r.SLA_STATUS = 'BREACHED') c
+    JOIN etl_craft.AUD_PIPELINES_RUN_LOG ar_r ON ar_r.PIPELINE_RUN_ID = c.PIPELINE_RUN_ID
+    JOIN etl_craft.CFG_PIPELINES ar_p ON ar_p.PIPELINE_ID = ar_r.PIPELINE_ID
+    JOIN etl_craft.CFG_ALERT_RULES ar
+      ON ar.PROJECT_ID = ar_p.PROJECT_ID AND ar.ALERT_KIND = 'SLA_BREACHED' AND ar.ACTIVE_FLAG = 'Y'
+     AND (ar.PIPELINE_ID = ar_p.PIPELINE_ID
+          OR (ar.PIPELINE_ID IS NULL
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_ALERT_RULES o
+                               WHERE o.PIPELINE_ID = ar_p.PIPELINE_ID AND o.ALERT_KIND = 'SLA_BREACHED'
+                                 AND o.ACTIVE_FLAG = 'Y')))
+   WHERE 1 = 1
+   ORDER BY c.PIPELINE_RUN_ID
+  ON CONFLICT DO NOTHING;
+  INSERT INTO etl_craft.AUD_ALERT_DELIVERIES (ALERT_ID, CHANNEL, DELIVERY_STATUS, ATTEMPTS, NEXT_ATTEMPT_AT)
+  SELECT a.ALERT_ID, ch.value, 'PENDING', 0, v_now
+    FROM etl_craft.AUD_ALERTS a CROSS JOIN LATERAL unnest(string_to_array(replace(a.CHANNELS, ' ', ''), ',')) AS ch(value)
+   WHERE a.ALERT_KIND = 'SLA_BREACHED' AND a.PIPELINE_RUN_ID IN (SELECT c.PIPELINE_RUN_ID FROM (SELECT r.PIPELINE_RUN_ID, CAST(NULL AS BIGINT) AS TASK_ID, CAST(NULL AS BIGINT) AS TASK_RUN_ID,
+         CAST(NULL AS BIGINT) AS ATTEMPT_ID, r.STATUS, CAST(NULL AS TEXT) AS ERROR_MESSAGE
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.STATUS = 'IN-PROGRESS' AND r.SLA_STATUS = 'BREACHED') c)
+     AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
+   ORDER BY a.ALERT_ID
+  ON CONFLICT DO NOTHING;
   RETURN QUERY
   SELECT q.pipeline_run_id::bigint, q.pipeline_code::text, q.sla_minutes::integer, q.start_date::timestamptz
     FROM (

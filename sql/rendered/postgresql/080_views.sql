@@ -471,3 +471,70 @@ COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.SLA_BREACHES_30D IS 'Its runs 
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.RUNS_IN_PROGRESS IS 'Its runs that are IN-PROGRESS now (at most one; more wait QUEUED).';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.IS_PAUSED IS 'Y while the pipeline is paused (it has a pause not yet resumed), else N.';
 COMMENT ON COLUMN etl_craft.AUD_V_PIPELINE_HEALTH.PAUSED_SINCE IS 'When the current pause began; NULL when not paused.';
+
+DO $drop$
+DECLARE
+  v_found text[] := ARRAY(
+    SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+     WHERE a.attrelid = to_regclass('etl_craft.aud_v_alerts') AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum);
+BEGIN
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
+      'alert_id bigint',
+      'pipeline_run_id bigint',
+      'project_code character varying(128)',
+      'pipeline_code character varying(128)',
+      'run_key character varying(256)',
+      'run_date date',
+      'alert_kind character varying(16)',
+      'task_code character varying(128)',
+      'task_run_id bigint',
+      'attempt_id bigint',
+      'status character varying(16)',
+      'error_message text',
+      'raised_at timestamp with time zone',
+      'channel character varying(128)',
+      'delivery_status character varying(16)',
+      'attempts integer',
+      'next_attempt_at timestamp with time zone',
+      'last_attempt_at timestamp with time zone',
+      'last_detail text',
+      'warning text',
+      'delivered_at timestamp with time zone'
+    ]::text[])[1:cardinality(v_found)] THEN
+    DROP VIEW etl_craft.AUD_V_ALERTS;
+  END IF;
+END
+$drop$;
+CREATE OR REPLACE VIEW etl_craft.AUD_V_ALERTS AS
+SELECT a.ALERT_ID, a.PIPELINE_RUN_ID, pr.PROJECT_CODE, p.PIPELINE_CODE, r.RUN_KEY, r.RUN_DATE, a.ALERT_KIND,
+       t.TASK_CODE, a.TASK_RUN_ID, a.ATTEMPT_ID, a.STATUS, a.ERROR_MESSAGE, a.RAISED_AT, d.CHANNEL,
+       d.DELIVERY_STATUS, d.ATTEMPTS, d.NEXT_ATTEMPT_AT, d.LAST_ATTEMPT_AT, d.LAST_DETAIL, d.WARNING, d.DELIVERED_AT
+  FROM etl_craft.AUD_ALERTS a
+  JOIN etl_craft.AUD_ALERT_DELIVERIES d ON d.ALERT_ID = a.ALERT_ID
+  JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID
+  JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+  JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+  LEFT JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = a.TASK_ID;
+COMMENT ON VIEW etl_craft.AUD_V_ALERTS IS 'One row per alert and channel: the alert the Engine DB raised for a run (its kind, the task and attempt it names, the status and error it reports, when it was raised) and where its delivery on that channel stands (attempts made, the next one due, what the channel last answered). An alert whose rule named no channel has no row.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.ALERT_ID IS 'The alert (AUD_ALERTS.ALERT_ID); one per run and kind.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.PIPELINE_RUN_ID IS 'The run the alert is about (AUD_V_RUNS.PIPELINE_RUN_ID).';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.PROJECT_CODE IS 'The code of the pipeline''s project.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.PIPELINE_CODE IS 'The run''s pipeline.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.RUN_KEY IS 'The run''s key.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.RUN_DATE IS 'The run''s logical date.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.ALERT_KIND IS 'RUN_FAILED, SLA_BREACHED, ATTEMPT_LOST, GATE_WAITING or RUN_RECOVERED.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.TASK_CODE IS 'The task the alert names: the first failed task of a failed run, the task of a lost attempt, the task whose gate waits; NULL for an alert about the run as a whole.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.TASK_RUN_ID IS 'The task run the alert names, when it names one.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.ATTEMPT_ID IS 'The attempt the alert names (ATTEMPT_LOST).';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.STATUS IS 'The status the alert reports: the run''s when it was raised (FAILED, SUCCESS, IN-PROGRESS), the attempt''s (LOST), or WAITING for a gate wait.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.ERROR_MESSAGE IS 'The error the alert reports (the failed task''s, the lost attempt''s) or what a gate waits for.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.RAISED_AT IS 'When the Engine DB raised the alert, in the transaction of the decision.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.CHANNEL IS 'The channel (a name of the Alerts channels of craft-connector.yml).';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.DELIVERY_STATUS IS 'PENDING (not delivered yet; due again at NEXT_ATTEMPT_AT), DELIVERED or FAILED (for good).';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.ATTEMPTS IS 'How many delivery attempts were made on the channel.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.NEXT_ATTEMPT_AT IS 'When the next delivery attempt is due; NULL once the delivery has ended.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.LAST_ATTEMPT_AT IS 'When the latest delivery attempt was made; NULL before the first.';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.LAST_DETAIL IS 'What the channel answered to the latest attempt (never a secret).';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.WARNING IS 'Set when the delivery counted as made but something was refused (some recipients of an e-mail).';
+COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.DELIVERED_AT IS 'When the alert was delivered on the channel; NULL until then.';

@@ -502,6 +502,14 @@ CREATE OR REPLACE TRIGGER _020_append_only BEFORE UPDATE OR DELETE ON etl_craft.
 CREATE OR REPLACE TRIGGER _020_append_only_truncate BEFORE TRUNCATE ON etl_craft.AUD_ACTIONS
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_append_only('ACTION_ID', 'AUD_ACTIONS is append-only: its rows record history and never change');
 
+-- AUD_ALERTS
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_ALERTS
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+
+-- AUD_ALERT_DELIVERIES
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_ALERT_DELIVERIES
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+
 -- AUD_BUSINESS_RULE_FLAGS
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_BUSINESS_RULE_FLAGS
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
@@ -606,6 +614,14 @@ CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR 
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
 CREATE OR REPLACE TRIGGER _100_guard_transition BEFORE INSERT OR UPDATE OF STATUS ON etl_craft.AUD_TASK_RUN_LOG
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_task_run_log__guard_transition();
+
+-- CFG_ALERT_RULES
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.CFG_ALERT_RULES
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('change metadata with a project migration (etl-craft migrate)');
+CREATE OR REPLACE TRIGGER _200_stamp BEFORE INSERT OR UPDATE ON etl_craft.CFG_ALERT_RULES
+  FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_cfg__stamp('CFG_ALERT_RULES: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+CREATE OR REPLACE TRIGGER _900_record_change AFTER INSERT OR UPDATE OR DELETE ON etl_craft.CFG_ALERT_RULES
+  FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_cfg__record_change('ALERT_RULE_ID');
 
 -- CFG_API_TOKENS
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.CFG_API_TOKENS

@@ -116,7 +116,7 @@
 -- @purpose Record that nobody knows how an attempt ended (its owner stopped renewing its lease): the attempt
 --   ends LOST and its task run reads FAILED, both with message, by default "attempt N was lost: owner O stopped
 --   renewing its lease at T". Fenced by the owner the caller saw, so an attempt claimed again or renewed since is
---   left alone.
+--   left alone. Raises an ATTEMPT_LOST alert (one per run) when an active rule applies.
 -- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED
 -- @locks the attempt row, then its task run
 -- @errors EC021 no such attempt; EC020 the attempt is not CLAIMED or RUNNING by owner_id

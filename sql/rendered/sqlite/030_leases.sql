@@ -40,7 +40,8 @@
 --   checked its local processes, and judges other hosts' attempts with host NULL and a larger grace (two lease
 --   periods). Then every IN-PROGRESS run whose lease expired more than grace_seconds ago and that has no CLAIMED or
 --   RUNNING attempt left is released (OWNER_ID and LEASE_EXPIRES_AT NULL): it stays IN-PROGRESS and can be resumed.
---   Returns the attempts it marked LOST.
+--   Raises an ATTEMPT_LOST alert (one per run) for the attempts it marked LOST when an active rule applies. Returns
+--   the attempts it marked LOST.
 -- @transition ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS -> FAILED; RUN ownership released
 -- @locks the expired attempt rows (PostgreSQL: FOR UPDATE SKIP LOCKED, so an attempt being renewed or ended
 --   right now is left to the next pass), then their task runs, then the expired runs

@@ -8,13 +8,18 @@
 --   are written together or not at all (B9). Refused while an attempt of the run is QUEUED, CLAIMED or RUNNING (B24),
 --   and while an active task of the pipeline has no settled task run (SUCCESS, FAILED, SKIPPED or CANCELLED) unless the
 --   run is being cancelled (B25). Status: CANCELLED when a cancel was requested; else from the task runs, leaving out
---   EMAIL_ALERT tasks unless every task run is an alert's (alert failures do not fail the run): all SKIPPED ->
+--   EMAIL_ALERT tasks unless every task run is an alert's (a documented decision, docs/guides/alerts.md: a broken relay
+--   must not fail or block the data, so an alert task's failure is recorded on its task run but does not fail the
+--   run; a pipeline of alert tasks only is judged by them): all SKIPPED ->
 --   SKIPPED (B30), any FAILED or CANCELLED -> FAILED, else SUCCESS. SLA_STATUS is decided once (B13): kept when set,
 --   else MET when the run ended within the pipeline's SLA_MINUTES of its START_DATE, BREACHED otherwise, NULL without
 --   SLA_MINUTES. A repair (REPAIR_PENDING) that ends SUCCESS publishes OUTPUT_REVISION + 1 and clears it; a failed
 --   repair keeps it. On SUCCESS, the latest SATISFIED pipeline decision of each dependency of the run is consumed
 --   (AUD_DEPENDENCY_CONSUMPTION), never re-judged (B62); consumed counts the rows written. END_DATE is now, ENDED_BY
---   the actor (SYSTEM when the engine finalizes); owner and lease are cleared; open gate waits end ABANDONED. With
+--   the actor (SYSTEM when the engine finalizes); owner and lease are cleared; open gate waits end ABANDONED. Alerts
+--   are raised in the same transaction when an active rule applies (CFG_ALERT_RULES): RUN_FAILED when the run ends
+--   FAILED, SLA_BREACHED when its SLA_STATUS is BREACHED, RUN_RECOVERED when it ends SUCCESS and the pipeline's
+--   previous ended run (by END_DATE) is FAILED; one alert per run and kind. With
 --   owner_id, a run supervised by
 --   another owner whose lease is live is refused.
 -- @transition RUN IN-PROGRESS -> SUCCESS, FAILED, SKIPPED or CANCELLED
@@ -30,8 +35,9 @@
 -- @returns pipeline_run_id bigint, pipeline_code text, sla_minutes int, start_date timestamptz
 -- @purpose Record SLA_STATUS = BREACHED on every IN-PROGRESS run still running past its pipeline's SLA_MINUTES
 --   from its START_DATE, while it runs rather than when it ends (finalize_run keeps it: an SLA is decided once, B13).
---   Returns every IN-PROGRESS run whose SLA is breached, those recorded earlier included. The server calls it every
---   heartbeat.
+--   Raises an SLA_BREACHED alert (one per run) for each of them when an active rule applies. Returns every
+--   IN-PROGRESS run whose SLA is breached, those recorded earlier included. The server calls it every heartbeat, and
+--   etl-craft run between its turns.
 -- @transition none (SLA_STATUS of running runs)
 -- @locks the IN-PROGRESS runs past their SLA
 -- @errors none

@@ -158,3 +158,18 @@ SELECT p.PIPELINE_ID, pr.PROJECT_CODE, p.PIPELINE_CODE, p.ACTIVE_FLAG,
               WHERE END_DATE >= etl_craft_add_seconds(etl_craft_now(), -2592000)
               GROUP BY PIPELINE_ID) w ON w.PIPELINE_ID = p.PIPELINE_ID
   LEFT JOIN AUD_PIPELINE_PAUSES o ON o.PIPELINE_ID = p.PIPELINE_ID AND o.RESUMED_AT IS NULL;
+
+DROP VIEW IF EXISTS AUD_V_ALERTS;
+CREATE VIEW AUD_V_ALERTS AS
+-- One row per alert and channel: the alert the Engine DB raised for a run (its kind, the task and attempt it names,
+-- the status and error it reports, when it was raised) and where its delivery on that channel stands (attempts made,
+-- the next one due, what the channel last answered). An alert whose rule named no channel has no row.
+SELECT a.ALERT_ID, a.PIPELINE_RUN_ID, pr.PROJECT_CODE, p.PIPELINE_CODE, r.RUN_KEY, r.RUN_DATE, a.ALERT_KIND,
+       t.TASK_CODE, a.TASK_RUN_ID, a.ATTEMPT_ID, a.STATUS, a.ERROR_MESSAGE, a.RAISED_AT, d.CHANNEL,
+       d.DELIVERY_STATUS, d.ATTEMPTS, d.NEXT_ATTEMPT_AT, d.LAST_ATTEMPT_AT, d.LAST_DETAIL, d.WARNING, d.DELIVERED_AT
+  FROM AUD_ALERTS a
+  JOIN AUD_ALERT_DELIVERIES d ON d.ALERT_ID = a.ALERT_ID
+  JOIN AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID
+  JOIN CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+  JOIN CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+  LEFT JOIN CFG_TASKS t ON t.TASK_ID = a.TASK_ID;

@@ -15,6 +15,73 @@
 --   * derived columns: an attempt's PIPELINE_RUN_ID is its task run's, whatever the insert gave.
 -- Rendered against the live catalog (tables), so the SQLite images list every column of each CFG_ table.
 
+-- CFG_ALERT_RULES: stamps and the change record
+DROP TRIGGER IF EXISTS _200_cfg_alert_rules__stamp_insert;
+CREATE TRIGGER _200_cfg_alert_rules__stamp_insert BEFORE INSERT ON CFG_ALERT_RULES
+WHEN NEW.CREATED_BY IS NOT etl_craft_actor() OR NEW.UPDATED_BY IS NOT etl_craft_actor()
+  OR NEW.CREATED_DATE IS NOT etl_craft_now() OR NEW.UPDATED_DATE IS NOT etl_craft_now()
+BEGIN
+  SELECT RAISE(ABORT, 'EC003: CFG_ALERT_RULES: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+END;
+DROP TRIGGER IF EXISTS _200_cfg_alert_rules__stamp_update;
+CREATE TRIGGER _200_cfg_alert_rules__stamp_update BEFORE UPDATE ON CFG_ALERT_RULES
+WHEN NEW.CREATED_BY IS NOT OLD.CREATED_BY OR NEW.CREATED_DATE IS NOT OLD.CREATED_DATE
+  OR (NEW.UPDATED_BY IS NOT OLD.UPDATED_BY AND NEW.UPDATED_BY IS NOT etl_craft_actor())
+  OR (NEW.UPDATED_DATE IS NOT OLD.UPDATED_DATE AND NEW.UPDATED_DATE IS NOT etl_craft_now())
+BEGIN
+  SELECT RAISE(ABORT, 'EC003: CFG_ALERT_RULES: CREATED_BY, CREATED_DATE, UPDATED_BY and UPDATED_DATE are written by etl-craft with the actor and the time; leave them out of INSERT and UPDATE statements');
+END;
+DROP TRIGGER IF EXISTS _900_cfg_alert_rules__record_insert;
+CREATE TRIGGER _900_cfg_alert_rules__record_insert AFTER INSERT ON CFG_ALERT_RULES
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_ALERT_RULES', 'ALERT_RULE_ID=' || NEW.ALERT_RULE_ID,
+          'INSERT', NULL, json_object(
+      'ALERT_RULE_ID', NEW.ALERT_RULE_ID, 'PROJECT_ID', NEW.PROJECT_ID, 'PIPELINE_ID', NEW.PIPELINE_ID,
+      'ALERT_KIND', NEW.ALERT_KIND, 'CHANNELS', NEW.CHANNELS, 'THRESHOLD_MINUTES', NEW.THRESHOLD_MINUTES,
+      'ACTIVE_FLAG', NEW.ACTIVE_FLAG, 'CREATED_BY', NEW.CREATED_BY, 'CREATED_DATE', NEW.CREATED_DATE,
+      'UPDATED_BY', NEW.UPDATED_BY, 'UPDATED_DATE', NEW.UPDATED_DATE), etl_craft_migration());
+END;
+-- Any changed column (hand-set stamps equal to the actor and the time included) is a change. The stamping
+-- UPDATE inside this trigger does not fire it again: SQLite triggers do not recurse.
+DROP TRIGGER IF EXISTS _900_cfg_alert_rules__record_update;
+CREATE TRIGGER _900_cfg_alert_rules__record_update AFTER UPDATE ON CFG_ALERT_RULES
+WHEN OLD.ALERT_RULE_ID IS NOT NEW.ALERT_RULE_ID OR OLD.PROJECT_ID IS NOT NEW.PROJECT_ID OR OLD.PIPELINE_ID IS NOT NEW.PIPELINE_ID OR
+  OLD.ALERT_KIND IS NOT NEW.ALERT_KIND OR OLD.CHANNELS IS NOT NEW.CHANNELS OR OLD.THRESHOLD_MINUTES IS NOT NEW.THRESHOLD_MINUTES OR
+  OLD.ACTIVE_FLAG IS NOT NEW.ACTIVE_FLAG OR OLD.CREATED_BY IS NOT NEW.CREATED_BY OR OLD.CREATED_DATE IS NOT NEW.CREATED_DATE OR
+  OLD.UPDATED_BY IS NOT NEW.UPDATED_BY OR OLD.UPDATED_DATE IS NOT NEW.UPDATED_DATE
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_ALERT_RULES', 'ALERT_RULE_ID=' || NEW.ALERT_RULE_ID,
+          'UPDATE', json_object(
+      'ALERT_RULE_ID', OLD.ALERT_RULE_ID, 'PROJECT_ID', OLD.PROJECT_ID, 'PIPELINE_ID', OLD.PIPELINE_ID,
+      'ALERT_KIND', OLD.ALERT_KIND, 'CHANNELS', OLD.CHANNELS, 'THRESHOLD_MINUTES', OLD.THRESHOLD_MINUTES,
+      'ACTIVE_FLAG', OLD.ACTIVE_FLAG, 'CREATED_BY', OLD.CREATED_BY, 'CREATED_DATE', OLD.CREATED_DATE,
+      'UPDATED_BY', OLD.UPDATED_BY, 'UPDATED_DATE', OLD.UPDATED_DATE),
+          json_object(
+      'ALERT_RULE_ID', NEW.ALERT_RULE_ID, 'PROJECT_ID', NEW.PROJECT_ID, 'PIPELINE_ID', NEW.PIPELINE_ID,
+      'ALERT_KIND', NEW.ALERT_KIND, 'CHANNELS', NEW.CHANNELS, 'THRESHOLD_MINUTES', NEW.THRESHOLD_MINUTES,
+      'ACTIVE_FLAG', NEW.ACTIVE_FLAG, 'CREATED_BY', NEW.CREATED_BY, 'CREATED_DATE', NEW.CREATED_DATE,
+      'UPDATED_BY', etl_craft_actor(), 'UPDATED_DATE', etl_craft_now()),
+          etl_craft_migration());
+  UPDATE CFG_ALERT_RULES SET UPDATED_BY = etl_craft_actor(), UPDATED_DATE = etl_craft_now()
+  WHERE ALERT_RULE_ID = NEW.ALERT_RULE_ID;
+END;
+DROP TRIGGER IF EXISTS _900_cfg_alert_rules__record_delete;
+CREATE TRIGGER _900_cfg_alert_rules__record_delete AFTER DELETE ON CFG_ALERT_RULES
+BEGIN
+  INSERT INTO AUD_METADATA_CHANGES
+    (CHANGED_AT, ACTOR, ACTOR_KIND, TABLE_NAME, ROW_KEY, OPERATION, BEFORE_JSON, AFTER_JSON, MIGRATION)
+  VALUES (etl_craft_now(), etl_craft_actor(), etl_craft_actor_kind(), 'CFG_ALERT_RULES', 'ALERT_RULE_ID=' || OLD.ALERT_RULE_ID,
+          'DELETE', json_object(
+      'ALERT_RULE_ID', OLD.ALERT_RULE_ID, 'PROJECT_ID', OLD.PROJECT_ID, 'PIPELINE_ID', OLD.PIPELINE_ID,
+      'ALERT_KIND', OLD.ALERT_KIND, 'CHANNELS', OLD.CHANNELS, 'THRESHOLD_MINUTES', OLD.THRESHOLD_MINUTES,
+      'ACTIVE_FLAG', OLD.ACTIVE_FLAG, 'CREATED_BY', OLD.CREATED_BY, 'CREATED_DATE', OLD.CREATED_DATE,
+      'UPDATED_BY', OLD.UPDATED_BY, 'UPDATED_DATE', OLD.UPDATED_DATE), NULL, etl_craft_migration());
+END;
+
 -- CFG_API_TOKENS: stamps and the change record
 DROP TRIGGER IF EXISTS _200_cfg_api_tokens__stamp_insert;
 CREATE TRIGGER _200_cfg_api_tokens__stamp_insert BEFORE INSERT ON CFG_API_TOKENS
@@ -988,6 +1055,46 @@ BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_ACTIONS refused: AUD_ACTIONS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
 END;
 
+-- AUD_ALERTS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_alerts__engine_only_insert;
+CREATE TRIGGER _010_aud_alerts__engine_only_insert BEFORE INSERT ON AUD_ALERTS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_ALERTS refused: AUD_ALERTS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_alerts__engine_only_update;
+CREATE TRIGGER _010_aud_alerts__engine_only_update BEFORE UPDATE ON AUD_ALERTS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_ALERTS refused: AUD_ALERTS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_alerts__engine_only_delete;
+CREATE TRIGGER _010_aud_alerts__engine_only_delete BEFORE DELETE ON AUD_ALERTS
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_ALERTS refused: AUD_ALERTS is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
+-- AUD_ALERT_DELIVERIES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_alert_deliveries__engine_only_insert;
+CREATE TRIGGER _010_aud_alert_deliveries__engine_only_insert BEFORE INSERT ON AUD_ALERT_DELIVERIES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_ALERT_DELIVERIES refused: AUD_ALERT_DELIVERIES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_alert_deliveries__engine_only_update;
+CREATE TRIGGER _010_aud_alert_deliveries__engine_only_update BEFORE UPDATE ON AUD_ALERT_DELIVERIES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_ALERT_DELIVERIES refused: AUD_ALERT_DELIVERIES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_alert_deliveries__engine_only_delete;
+CREATE TRIGGER _010_aud_alert_deliveries__engine_only_delete BEFORE DELETE ON AUD_ALERT_DELIVERIES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_ALERT_DELIVERIES refused: AUD_ALERT_DELIVERIES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
 -- AUD_BUSINESS_RULE_FLAGS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
 DROP TRIGGER IF EXISTS _010_aud_business_rule_flags__engine_only_insert;
 CREATE TRIGGER _010_aud_business_rule_flags__engine_only_insert BEFORE INSERT ON AUD_BUSINESS_RULE_FLAGS
@@ -1246,6 +1353,26 @@ CREATE TRIGGER _010_aud_task_run_log__engine_only_delete BEFORE DELETE ON AUD_TA
 WHEN etl_craft_actor() IS NULL
 BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_TASK_RUN_LOG refused: AUD_TASK_RUN_LOG is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
+-- CFG_ALERT_RULES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_cfg_alert_rules__engine_only_insert;
+CREATE TRIGGER _010_cfg_alert_rules__engine_only_insert BEFORE INSERT ON CFG_ALERT_RULES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on CFG_ALERT_RULES refused: CFG_ALERT_RULES is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
+END;
+DROP TRIGGER IF EXISTS _010_cfg_alert_rules__engine_only_update;
+CREATE TRIGGER _010_cfg_alert_rules__engine_only_update BEFORE UPDATE ON CFG_ALERT_RULES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on CFG_ALERT_RULES refused: CFG_ALERT_RULES is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
+END;
+DROP TRIGGER IF EXISTS _010_cfg_alert_rules__engine_only_delete;
+CREATE TRIGGER _010_cfg_alert_rules__engine_only_delete BEFORE DELETE ON CFG_ALERT_RULES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on CFG_ALERT_RULES refused: CFG_ALERT_RULES is written only by etl-craft; change metadata with a project migration (etl-craft migrate)');
 END;
 
 -- CFG_API_TOKENS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)

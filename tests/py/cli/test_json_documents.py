@@ -42,6 +42,7 @@ INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELEC
 
 #: The command forms the page documents; the read-only ones below, with their arguments on the shared project.
 READS: dict[str, tuple[str, ...]] = {
+    "alerts list": ("alerts", "list"),
     "audit": ("audit",),
     "doctor": ("doctor",),
     "explain": ("explain", "--pipeline-code", "flow", "--task-code", "report", "--run-id", "1"),

@@ -87,7 +87,7 @@ CASES: dict[str, tuple[str, int, list[str]]] = {
                  " 'PYTHON', 'work.py' FROM CFG_PIPELINES WHERE PIPELINE_CODE = 'flow';\n", 1,
                  ["CFG_TASKS.TASK_CODE would be NULL"]),
     "unknown-table": (GOOD + "INSERT INTO CFG_TASK (TASK_CODE) VALUES ('x');\n", 2,
-                      ["cfg_task", "the metadata tables are CFG_BUSINESS_RULES"]),
+                      ["cfg_task", "the metadata tables are CFG_ALERT_RULES, CFG_BUSINESS_RULES"]),
     "unknown-column": ("UPDATE CFG_TASKS SET TASK_NAM = 'x' WHERE TASK_CODE = 'load';\n", 1,
                        ["task_nam", "CFG_TASKS has the columns", "TASK_NAME"]),
 }

@@ -57,6 +57,9 @@ ENUM_COLUMNS = {
     ("CFG_BUSINESS_RULES", "RULE_TYPE"): "RuleType",
     ("ENG_SETTINGS", "SETTING"): "EngineSetting",
     ("ENG_SETTINGS", "SET_BY_KIND"): "ActorKind",
+    ("CFG_ALERT_RULES", "ALERT_KIND"): "AlertKind",
+    ("AUD_ALERTS", "ALERT_KIND"): "AlertKind",
+    ("AUD_ALERT_DELIVERIES", "DELIVERY_STATUS"): "DeliveryStatus",
 }
 
 

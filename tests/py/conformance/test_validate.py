@@ -726,3 +726,28 @@ def test_an_invalid_schedule_is_refused_naming_the_field_and_the_value(
     [problem] = run(setup).problems
     assert (problem.check, problem.object, problem.value) == ("schedule-invalid", "pipeline sales", schedule)
     assert all(name in problem.message for name in names), problem.message
+
+
+def _alert_rule(s: Setup, channels: str, pipeline: str | None = None, active: str = "Y") -> None:
+    db = s.project.db
+    with db.write() as conn:
+        conn.execute(sa.text(f"INSERT INTO {db.qualify('CFG_ALERT_RULES')} (PROJECT_ID, PIPELINE_ID, ALERT_KIND, "
+                             "CHANNELS, ACTIVE_FLAG) VALUES (:p, :pl, 'RUN_FAILED', :c, :a)"),
+                     {"p": s.project.project_id, "pl": s.project.pipelines.get(pipeline or ""), "c": channels,
+                      "a": active})
+
+
+def test_alert_rules__a_channel_not_in_the_alerts_section__is_a_problem_of_its_pipelines(setup: Setup) -> None:
+    _alert_rule(setup, "ops, pager")
+    _alert_rule(setup, "chat", pipeline="sales")
+    _alert_rule(setup, "nowhere", active="N")
+    report = validate(setup.project.db, setup.root, "duckdb", alert_channels=("ops", "chat"))
+    assert [(p.check, p.pipelines) for p in report.problems] == [("alert-channel-unknown", ("sales",))]
+    assert messages(report) == [
+        "alert rule 1 (RUN_FAILED, default of project proj): CHANNELS names the channel 'pager', which is not among "
+        "the Alerts channels of craft-connector.yml (chat, ops); expected a channel name of Alerts: channels; add "
+        "the channel pager under Alerts: channels in craft-connector.yml, or correct CFG_ALERT_RULES.CHANNELS in a "
+        "new project migration (migrations/NNNN_name.sql)"]
+    assert run(setup).ok  # without the configuration's channels, rules are not judged
+    none = validate(setup.project.db, setup.root, "duckdb", alert_channels=())
+    assert len(none.problems) == 3 and "none: craft-connector.yml has no Alerts section" in none.problems[0].message

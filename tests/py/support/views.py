@@ -39,6 +39,7 @@ ORDER = {
     "AUD_V_TASK_RUNS": "TASK_RUN_ID",
     "AUD_V_ATTEMPTS": "ATTEMPT_ID",
     "AUD_V_GATE_DECISIONS": "DECISION_ID",
+    "AUD_V_ALERTS": "ALERT_ID, CHANNEL",
     "AUD_V_OPERATOR_ACTIONS": "ACTED_AT, SOURCE_TABLE, SOURCE_ID",
     "AUD_V_PIPELINE_HEALTH": "PIPELINE_ID",
 }
@@ -96,6 +97,10 @@ def write_history(db: EngineDB) -> History:
     project.task("reports", "build")
     project.pipeline_depends("reports", "orders")
     project.depends("build", "load")
+    with db.write() as conn:
+        for kind in ("RUN_FAILED", "RUN_RECOVERED"):
+            conn.execute(sa.text(f"INSERT INTO {db.qualify('CFG_ALERT_RULES')} (PROJECT_ID, ALERT_KIND, CHANNELS)"
+                                 " VALUES (:p, :k, 'ops, chat')"), {"p": project.project_id, "k": kind})
     history = History(project, {})
     old = -40 * 86400
     _run(history, "orders", "manual:old", old)

@@ -16,7 +16,8 @@ from etlcraft.engine.db import sqlite_script_statements
 from etlcraft.engine.render import render
 from etlcraft.engine.views import parse_views, views_spec
 
-READY = [TableInfo("AUD_TASK_ATTEMPTS", "ATTEMPT_ID", ("ATTEMPT_ID", "RETRY_NUMBER"))]
+READY = [TableInfo("AUD_TASK_ATTEMPTS", "ATTEMPT_ID", ("ATTEMPT_ID", "RETRY_NUMBER")),
+         TableInfo("AUD_ALERT_DELIVERIES", "DELIVERY_ID", ("DELIVERY_ID", "DELIVERY_STATUS"))]
 
 
 def _selects(dialect: str) -> dict[str, exp.Expression]:

@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(147);
+SELECT plan(162);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -32,9 +32,22 @@ INSERT INTO etl_craft.cfg_business_rules (task_id, rule_code, rule_type, key_col
   VALUES ((SELECT task_id FROM etl_craft.cfg_tasks WHERE task_code = 'extract'), 'amount_positive', 'REJECT', 'id',
           'amount > 0');
 
+INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels)
+  VALUES ((SELECT project_id FROM etl_craft.cfg_projects WHERE project_code = 'tp'), 'RUN_FAILED', 'ops');
+INSERT INTO etl_craft.aud_alerts (pipeline_run_id, alert_kind, alert_rule_id, channels, raised_at)
+  VALUES ((SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:up1'), 'RUN_FAILED',
+          (SELECT min(alert_rule_id) FROM etl_craft.cfg_alert_rules), 'ops', now());
+
 -- One INSERT per table that is valid in every other respect: it succeeds once the marker is set (below).
 CREATE TEMP TABLE writes (tbl text, ins text) ON COMMIT DROP;
 INSERT INTO writes VALUES
+  ('CFG_ALERT_RULES', $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels)
+     VALUES ((SELECT project_id FROM etl_craft.cfg_projects WHERE project_code = 'tp'), 'SLA_BREACHED', 'ops')$$),
+  ('AUD_ALERTS', $$INSERT INTO etl_craft.aud_alerts (pipeline_run_id, alert_kind, alert_rule_id, channels, raised_at)
+     VALUES ((SELECT pipeline_run_id FROM etl_craft.aud_pipelines_run_log WHERE run_key = 'manual:up1'),
+             'SLA_BREACHED', (SELECT min(alert_rule_id) FROM etl_craft.cfg_alert_rules), 'ops', now())$$),
+  ('AUD_ALERT_DELIVERIES', $$INSERT INTO etl_craft.aud_alert_deliveries (alert_id, channel, next_attempt_at)
+     VALUES ((SELECT min(alert_id) FROM etl_craft.aud_alerts), 'ops', now())$$),
   ('SCHEMA_MIGRATIONS', $$INSERT INTO etl_craft.schema_migrations VALUES
      ('PROJECT', 'V900', 'pgtap', 'VERSIONED', repeat('0', 64), now(), 'pgtap')$$),
   ('ENG_STATUSES', $$INSERT INTO etl_craft.eng_statuses VALUES ('PGTAP', 'DONE', 'Y', NULL)$$),

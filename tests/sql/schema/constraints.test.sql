@@ -1,9 +1,9 @@
 -- Proves every named CHECK rule of the engine migrations (0001_engine_schema, 0004_target_hash_version,
--- 0005_gate_waits, 0007_business_rules, 0013_roles, 0014_engine_identity) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
+-- 0005_gate_waits, 0007_business_rules, 0013_roles, 0014_engine_identity, 0018_alerts) exists on its table and refuses a row that breaks it (23514, naming the rule), that codes are identifiers (shell text, dunder, leading _ or digit, >128 chars refused), and that
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(220);
+SELECT plan(235);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
@@ -14,6 +14,12 @@ SELECT task_id, 'amount_positive', 'REJECT', 'order_id', 'amount > 0' FROM etl_c
 CREATE TEMP VIEW flag_of AS
 SELECT r.business_rule_id, t.pipeline_run_id, x.task_run_id, x.attempt_id
   FROM etl_craft.cfg_business_rules r, etl_craft.aud_task_attempts x JOIN etl_craft.aud_task_run_log t USING (task_run_id);
+-- An alert rule and an alert of the seed's first run (0018_alerts), for the alert tables' rules.
+INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels)
+SELECT min(project_id), 'RUN_FAILED', 'ops' FROM etl_craft.cfg_projects;
+INSERT INTO etl_craft.aud_alerts (pipeline_run_id, alert_kind, alert_rule_id, channels, raised_at)
+SELECT (SELECT min(pipeline_run_id) FROM etl_craft.aud_pipelines_run_log), 'RUN_FAILED',
+       (SELECT min(alert_rule_id) FROM etl_craft.cfg_alert_rules), 'ops', now();
 
 -- Every CHECK constraint the migration declares, by table.
 CREATE TEMP TABLE expected_checks (tbl name, con name) ON COMMIT DROP;
@@ -70,14 +76,20 @@ INSERT INTO expected_checks VALUES
   ('aud_business_rule_flags', 'active_flag_is_y_or_n'), ('aud_business_rule_flags', 'open_flag_has_no_end'),
   ('aud_overseers', 'started_by_kind_is_valid'), ('aud_overseers', 'stopped_has_a_reason'),
   ('cfg_api_tokens', 'token_name_is_a_name'), ('cfg_api_tokens', 'token_role_is_valid'),
-  ('cfg_api_tokens', 'token_sha256_is_hex'), ('cfg_api_tokens', 'revoked_names_its_actor');
+  ('cfg_api_tokens', 'token_sha256_is_hex'), ('cfg_api_tokens', 'revoked_names_its_actor'),
+  ('cfg_alert_rules', 'alert_kind_is_valid'), ('cfg_alert_rules', 'channels_are_names'),
+  ('cfg_alert_rules', 'threshold_minutes_is_positive'), ('cfg_alert_rules', 'threshold_is_for_gate_waits'),
+  ('cfg_alert_rules', 'active_flag_is_y_or_n'), ('aud_alerts', 'alert_kind_is_valid'),
+  ('aud_alert_deliveries', 'delivery_status_is_valid'), ('aud_alert_deliveries', 'attempts_is_not_negative'),
+  ('aud_alert_deliveries', 'pending_has_a_next_attempt'), ('aud_alert_deliveries', 'delivered_has_a_time'),
+  ('aud_alert_deliveries', 'claim_has_an_expiry');
 
--- 1 + 24: the full set of CHECK constraints, then has_check for each table that has any.
+-- 1 + 27: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 93 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 104 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -87,6 +99,31 @@ SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
 -- (session_replication_role = replica, reverted with the probe) to reach the CHECK behind it.
 CREATE TEMP TABLE violations (tbl name, con name, what text, stmt text) ON COMMIT DROP;
 INSERT INTO violations VALUES
+  ('cfg_alert_rules', 'alert_kind_is_valid', 'ALERT_KIND = RUN_STUCK',
+   $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels, threshold_minutes, active_flag) SELECT min(project_id), 'RUN_STUCK', 'ops', NULL, 'Y' FROM etl_craft.cfg_projects$$),
+  ('cfg_alert_rules', 'channels_are_names', 'CHANNELS = ops;drop',
+   $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels, threshold_minutes, active_flag) SELECT min(project_id), 'RUN_FAILED', 'ops;drop', NULL, 'Y' FROM etl_craft.cfg_projects$$),
+  ('cfg_alert_rules', 'channels_are_names', 'CHANNELS = ops, (a trailing comma)',
+   $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels, threshold_minutes, active_flag) SELECT min(project_id), 'RUN_FAILED', 'ops,', NULL, 'Y' FROM etl_craft.cfg_projects$$),
+  ('cfg_alert_rules', 'threshold_minutes_is_positive', 'THRESHOLD_MINUTES = 0',
+   $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels, threshold_minutes, active_flag) SELECT min(project_id), 'GATE_WAITING', 'ops', 0, 'Y' FROM etl_craft.cfg_projects$$),
+  ('cfg_alert_rules', 'threshold_is_for_gate_waits', 'THRESHOLD_MINUTES on RUN_FAILED',
+   $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels, threshold_minutes, active_flag) SELECT min(project_id), 'RUN_FAILED', 'ops', 5, 'Y' FROM etl_craft.cfg_projects$$),
+  ('cfg_alert_rules', 'active_flag_is_y_or_n', 'ACTIVE_FLAG = X',
+   $$INSERT INTO etl_craft.cfg_alert_rules (project_id, alert_kind, channels, threshold_minutes, active_flag) SELECT min(project_id), 'RUN_FAILED', 'ops', NULL, 'X' FROM etl_craft.cfg_projects$$),
+  ('aud_alerts', 'alert_kind_is_valid', 'ALERT_KIND = OOPS',
+   $$INSERT INTO etl_craft.aud_alerts (pipeline_run_id, alert_kind, alert_rule_id, channels, raised_at)
+     SELECT pipeline_run_id, 'OOPS', alert_rule_id, channels, raised_at FROM etl_craft.aud_alerts$$),
+  ('aud_alert_deliveries', 'delivery_status_is_valid', 'DELIVERY_STATUS = SENT',
+   $$INSERT INTO etl_craft.aud_alert_deliveries (alert_id, channel, delivery_status, attempts, next_attempt_at, delivered_at, owner_id, claim_expires_at) SELECT min(alert_id), 'ops', 'SENT', 0, NULL, NULL, NULL, NULL FROM etl_craft.aud_alerts$$),
+  ('aud_alert_deliveries', 'attempts_is_not_negative', 'ATTEMPTS = -1',
+   $$INSERT INTO etl_craft.aud_alert_deliveries (alert_id, channel, delivery_status, attempts, next_attempt_at, delivered_at, owner_id, claim_expires_at) SELECT min(alert_id), 'ops', 'PENDING', -1, now(), NULL, NULL, NULL FROM etl_craft.aud_alerts$$),
+  ('aud_alert_deliveries', 'pending_has_a_next_attempt', 'PENDING without NEXT_ATTEMPT_AT',
+   $$INSERT INTO etl_craft.aud_alert_deliveries (alert_id, channel, delivery_status, attempts, next_attempt_at, delivered_at, owner_id, claim_expires_at) SELECT min(alert_id), 'ops', 'PENDING', 0, NULL, NULL, NULL, NULL FROM etl_craft.aud_alerts$$),
+  ('aud_alert_deliveries', 'delivered_has_a_time', 'DELIVERED without DELIVERED_AT',
+   $$INSERT INTO etl_craft.aud_alert_deliveries (alert_id, channel, delivery_status, attempts, next_attempt_at, delivered_at, owner_id, claim_expires_at) SELECT min(alert_id), 'ops', 'DELIVERED', 1, NULL, NULL, NULL, NULL FROM etl_craft.aud_alerts$$),
+  ('aud_alert_deliveries', 'claim_has_an_expiry', 'OWNER_ID without CLAIM_EXPIRES_AT',
+   $$INSERT INTO etl_craft.aud_alert_deliveries (alert_id, channel, delivery_status, attempts, next_attempt_at, delivered_at, owner_id, claim_expires_at) SELECT min(alert_id), 'ops', 'PENDING', 0, now(), NULL, 'x', NULL FROM etl_craft.aud_alerts$$),
   ('schema_migrations', 'stream_is_valid', 'STREAM = OTHER',
    $$INSERT INTO etl_craft.schema_migrations VALUES ('OTHER', '9999', 'x', 'VERSIONED', 'abc', now(), 'pgtap')$$),
   ('schema_migrations', 'kind_is_valid', 'KIND = ONCE',
@@ -392,7 +429,7 @@ INSERT INTO violations VALUES
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',
   'every CHECK constraint of the migration has a violation case');
 
--- 95: each violation is refused with 23514 by the rule it breaks.
+-- 107: each violation is refused with 23514 by the rule it breaks.
 SELECT throws_ok(stmt, '23514', format('new row for relation "%s" violates check constraint "%s"', tbl, con),
   format('%s %s refuses %s (23514)', upper(tbl), con, what))
   FROM violations ORDER BY tbl, con, what;

@@ -5,7 +5,7 @@
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(194);
+SELECT plan(211);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -64,7 +64,15 @@ INSERT INTO expected_indexes VALUES
    '((active_flag)::text = ''Y''::text)'),
   ('aud_business_rule_flags', 'ix_rule_flags_task_run', ARRAY['task_run_id'], false, NULL),
   ('aud_overseers', 'ux_overseers_owner', ARRAY['owner_id'], true, NULL),
-  ('aud_overseers', 'ix_overseers_open', ARRAY['started_at'], false, '(stopped_at IS NULL)');
+  ('aud_overseers', 'ix_overseers_open', ARRAY['started_at'], false, '(stopped_at IS NULL)'),
+  ('cfg_alert_rules', 'ux_alert_rules_active', ARRAY['project_id', 'COALESCE(pipeline_id, (0)::bigint)', 'alert_kind'],
+   true, '((active_flag)::text = ''Y''::text)'),
+  ('cfg_alert_rules', 'ix_alert_rules_pipeline', ARRAY['pipeline_id', 'alert_kind'], false,
+   '((active_flag)::text = ''Y''::text)'),
+  ('aud_alerts', 'ux_alerts_run_kind', ARRAY['pipeline_run_id', 'alert_kind'], true, NULL),
+  ('aud_alert_deliveries', 'ux_alert_deliveries_channel', ARRAY['alert_id', 'channel'], true, NULL),
+  ('aud_alert_deliveries', 'ix_alert_deliveries_due', ARRAY['next_attempt_at'], false,
+   '((delivery_status)::text = ''PENDING''::text)');
 
 -- 1: these are all the indexes besides the primary keys, and exactly the ux_ ones are unique.
 SELECT set_eq(
@@ -73,7 +81,7 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 38 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 43 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
 -- 36: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],

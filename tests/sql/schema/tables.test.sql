@@ -1,10 +1,10 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
 -- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
 -- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity, 0016_project_timezone_optional, 0017_api_tokens) create:
--- exactly its 28 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
+-- exactly its 31 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
 -- foreign key (and no others).
 BEGIN;
-SELECT plan(168);
+SELECT plan(188);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -333,7 +333,41 @@ INSERT INTO expected_columns VALUES
   ('cfg_api_tokens', 9, 'created_by', 'character varying(128)', true),
   ('cfg_api_tokens', 10, 'created_date', 'timestamp with time zone', true),
   ('cfg_api_tokens', 11, 'updated_by', 'character varying(128)', true),
-  ('cfg_api_tokens', 12, 'updated_date', 'timestamp with time zone', true);
+  ('cfg_api_tokens', 12, 'updated_date', 'timestamp with time zone', true),
+  ('cfg_alert_rules', 1, 'alert_rule_id', 'bigint', true),
+  ('cfg_alert_rules', 2, 'project_id', 'bigint', true),
+  ('cfg_alert_rules', 3, 'pipeline_id', 'bigint', false),
+  ('cfg_alert_rules', 4, 'alert_kind', 'character varying(16)', true),
+  ('cfg_alert_rules', 5, 'channels', 'character varying(1024)', true),
+  ('cfg_alert_rules', 6, 'threshold_minutes', 'integer', false),
+  ('cfg_alert_rules', 7, 'active_flag', 'character varying(1)', true),
+  ('cfg_alert_rules', 8, 'created_by', 'character varying(128)', true),
+  ('cfg_alert_rules', 9, 'created_date', 'timestamp with time zone', true),
+  ('cfg_alert_rules', 10, 'updated_by', 'character varying(128)', true),
+  ('cfg_alert_rules', 11, 'updated_date', 'timestamp with time zone', true),
+  ('aud_alerts', 1, 'alert_id', 'bigint', true),
+  ('aud_alerts', 2, 'pipeline_run_id', 'bigint', true),
+  ('aud_alerts', 3, 'alert_kind', 'character varying(16)', true),
+  ('aud_alerts', 4, 'alert_rule_id', 'bigint', true),
+  ('aud_alerts', 5, 'channels', 'character varying(1024)', true),
+  ('aud_alerts', 6, 'task_id', 'bigint', false),
+  ('aud_alerts', 7, 'task_run_id', 'bigint', false),
+  ('aud_alerts', 8, 'attempt_id', 'bigint', false),
+  ('aud_alerts', 9, 'status', 'character varying(16)', false),
+  ('aud_alerts', 10, 'error_message', 'text', false),
+  ('aud_alerts', 11, 'raised_at', 'timestamp with time zone', true),
+  ('aud_alert_deliveries', 1, 'delivery_id', 'bigint', true),
+  ('aud_alert_deliveries', 2, 'alert_id', 'bigint', true),
+  ('aud_alert_deliveries', 3, 'channel', 'character varying(128)', true),
+  ('aud_alert_deliveries', 4, 'delivery_status', 'character varying(16)', true),
+  ('aud_alert_deliveries', 5, 'attempts', 'integer', true),
+  ('aud_alert_deliveries', 6, 'next_attempt_at', 'timestamp with time zone', false),
+  ('aud_alert_deliveries', 7, 'last_attempt_at', 'timestamp with time zone', false),
+  ('aud_alert_deliveries', 8, 'last_detail', 'text', false),
+  ('aud_alert_deliveries', 9, 'warning', 'text', false),
+  ('aud_alert_deliveries', 10, 'delivered_at', 'timestamp with time zone', false),
+  ('aud_alert_deliveries', 11, 'owner_id', 'character varying(256)', false),
+  ('aud_alert_deliveries', 12, 'claim_expires_at', 'timestamp with time zone', false);
 
 SELECT tables_are('etl_craft', ARRAY[
   'schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings',
@@ -342,8 +376,8 @@ SELECT tables_are('etl_craft', ARRAY[
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
   'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags',
-  'aud_overseers', 'cfg_api_tokens'
-]::name[], 'etl_craft holds exactly the 28 Engine DB tables of the migrations, no more and no fewer');
+  'aud_overseers', 'cfg_api_tokens', 'cfg_alert_rules', 'aud_alerts', 'aud_alert_deliveries'
+]::name[], 'etl_craft holds exactly the 31 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -387,7 +421,10 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('cfg_business_rules'::name, ARRAY['business_rule_id']::name[]),
     ('aud_business_rule_flags'::name, ARRAY['flag_id']::name[]),
     ('aud_overseers'::name, ARRAY['overseer_id']::name[]),
-    ('cfg_api_tokens'::name, ARRAY['token_id']::name[])
+    ('cfg_api_tokens'::name, ARRAY['token_id']::name[]),
+    ('cfg_alert_rules'::name, ARRAY['alert_rule_id']::name[]),
+    ('aud_alerts'::name, ARRAY['alert_id']::name[]),
+    ('aud_alert_deliveries'::name, ARRAY['delivery_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -405,12 +442,21 @@ SELECT set_eq(
            ('aud_actions'::name, 'action_id'::name), ('aud_metadata_changes'::name, 'change_id'::name),
            ('aud_gate_waits'::name, 'gate_wait_id'::name), ('cfg_business_rules'::name, 'business_rule_id'::name),
            ('aud_business_rule_flags'::name, 'flag_id'::name), ('aud_overseers'::name, 'overseer_id'::name),
-           ('cfg_api_tokens'::name, 'token_id'::name)$$,
+           ('cfg_api_tokens'::name, 'token_id'::name), ('cfg_alert_rules'::name, 'alert_rule_id'::name),
+           ('aud_alerts'::name, 'alert_id'::name), ('aud_alert_deliveries'::name, 'delivery_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).
 CREATE TEMP TABLE expected_fks (tbl name, col name, ref_tbl name, ref_col name) ON COMMIT DROP;
 INSERT INTO expected_fks VALUES
+  ('cfg_alert_rules', 'project_id', 'cfg_projects', 'project_id'),
+  ('cfg_alert_rules', 'pipeline_id', 'cfg_pipelines', 'pipeline_id'),
+  ('aud_alerts', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
+  ('aud_alerts', 'alert_rule_id', 'cfg_alert_rules', 'alert_rule_id'),
+  ('aud_alerts', 'task_id', 'cfg_tasks', 'task_id'),
+  ('aud_alerts', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
+  ('aud_alerts', 'attempt_id', 'aud_task_attempts', 'attempt_id'),
+  ('aud_alert_deliveries', 'alert_id', 'aud_alerts', 'alert_id'),
   ('cfg_pipelines', 'project_id', 'cfg_projects', 'project_id'),
   ('cfg_tasks', 'pipeline_id', 'cfg_pipelines', 'pipeline_id'),
   ('cfg_task_parameters', 'task_id', 'cfg_tasks', 'task_id'),
@@ -468,7 +514,7 @@ SELECT set_eq(
        JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
       WHERE n.nspname = 'etl_craft' AND k.contype = 'f'$$,
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
-  'etl_craft has exactly the 44 single-column foreign keys the migration declares');
+  'etl_craft has exactly the 52 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
                      'aud_target_hash_version', 'aud_overseers']::name[]) tbl;

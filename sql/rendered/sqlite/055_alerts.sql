@@ -1,0 +1,46 @@
+-- 055_alerts: the alert outbox (issue 23). Alerts are raised by the decisions that call for them (finalize_run,
+-- breach_slas, lose_attempt, reconcile_expired; fn.raise_alerts) and by the sweep here for gate waits past their
+-- rule's threshold. Each alert's deliveries (one per channel) are claimed by the process that drives runs, sent,
+-- and recorded; a claim expires, so a delivery claimed by a process that died is claimed again by the next one.
+
+-- @function raise_overdue_alerts
+-- @args 
+-- @returns alert_id bigint, pipeline_run_id bigint, alert_kind text
+-- @purpose Raise a GATE_WAITING alert (one per run) for every open gate wait (AUD_GATE_WAITS, ENDED_AT NULL) that
+--   has waited, since its first look, at least the THRESHOLD_MINUTES of the active GATE_WAITING rule that applies to
+--   its run's pipeline (its own rule, else its project's default). Set-based: one pass over the open waits. The server
+--   calls it every heartbeat and etl-craft run between its turns (SLA breaches are raised by breach_slas). Returns the
+--   alerts it raised.
+-- @transition none (AUD_ALERTS and AUD_ALERT_DELIVERIES rows are written)
+-- @locks none beyond the rows it inserts
+-- @errors none
+-- @end raise_overdue_alerts
+
+-- @function claim_alert_deliveries
+-- @args owner_id text, max_deliveries int = 10, lease_seconds int = 60
+-- @returns delivery_id bigint, alert_id bigint, channel text, attempts int, claim_expires_at timestamptz
+-- @purpose Claim up to max_deliveries alert deliveries that are due: PENDING, NEXT_ATTEMPT_AT reached, and not
+--   claimed or their claim expired (a process that claimed them died or stopped). The claim (OWNER_ID,
+--   CLAIM_EXPIRES_AT = now + lease_seconds) fences record_alert_delivery: only its owner records the outcome. The
+--   oldest due first. Returns the deliveries claimed, with the attempts made before this one.
+-- @transition none (AUD_ALERT_DELIVERIES: claim taken)
+-- @locks PostgreSQL: the deliveries claimed (FOR UPDATE SKIP LOCKED: two processes claim disjoint rows). SQLite:
+--   the database (BEGIN IMMEDIATE)
+-- @errors EC023 owner_id is empty, max_deliveries is below 1, or lease_seconds is below 1
+-- @end claim_alert_deliveries
+
+-- @function record_alert_delivery
+-- @args delivery_id bigint, owner_id text, outcome text, detail text = NULL, warning text = NULL, retry_after_seconds int = NULL
+-- @returns delivery_id bigint, delivery_status text, attempts int, next_attempt_at timestamptz
+-- @purpose Record one delivery attempt of a claimed alert delivery, by the owner of its claim, and release the
+--   claim. outcome DELIVERED: the delivery ends DELIVERED (warning kept: something was refused on the way, such as
+--   some of an e-mail's recipients). outcome FAILED with retry_after_seconds: it stays PENDING, due again after that
+--   many seconds; FAILED without: it ends FAILED for good (the caller passes no retry_after_seconds once its maximum
+--   number of attempts is reached, or when trying again cannot help). Either way ATTEMPTS grows by one and
+--   LAST_DETAIL and WARNING hold what the channel answered (never a secret).
+-- @transition DELIVERY PENDING -> DELIVERED, FAILED or PENDING (due again)
+-- @locks the delivery row
+-- @errors EC021 no such delivery; EC023 outcome is neither DELIVERED nor FAILED, or retry_after_seconds is
+--   negative; EC020 the delivery is not PENDING and claimed by owner_id (its claim expired and another process claimed
+--   it, or its outcome was recorded): nothing is recorded
+-- @end record_alert_delivery
