@@ -5,6 +5,7 @@ MARK_DELETED, with the invariants each mode promises checked after every run."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from decimal import Decimal
 from itertools import pairwise
@@ -17,6 +18,7 @@ from etlcraft.handlers.context import Counts
 from tests.py.conftest import TEST_ACTOR
 from tests.py.warehouse.conftest import PIPELINE_ID, PIPELINE_RUN_ID, Wh
 from tests.py.warehouse.reference import digest
+from tests.py.warehouse.test_set_based import _statements
 
 #: Run n reads the rows of source n (id, name, amount); run 1 creates the target.
 SOURCES: dict[int, list[tuple[int, str | None, str]]] = {
@@ -196,3 +198,24 @@ def test_scd2_missing_keys__mark_deleted_needs_delete_flag(wh: Wh) -> None:
     with pytest.raises(SqlGuardError, match="has no DELETE_FLAG column"):
         wh.run("SCD2_MERGE", "SELECT id, name FROM {s}.src", MERGE_KEY="id", SCD2_MISSING_KEYS="MARK_DELETED",
                FULL_SNAPSHOT="Y")
+
+
+@pytest.mark.parametrize(("mode", "writes"), [
+    ("CLOSE", ["UPDATE", "INSERT", "UPDATE"]),
+    ("MARK_DELETED", ["UPDATE", "INSERT", "INSERT", "UPDATE"]),
+])
+def test_scd2_missing_keys__one_set_based_pass__whatever_the_number_of_keys(
+        wh: Wh, mode: str, writes: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the merge's close and insert: MARK_DELETED's one INSERT ... SELECT of the markers from the target,
+    then one UPDATE anti-joined to the hashed scratch table, for 50 missing keys as for one."""
+    wh.execute("CREATE TABLE {s}.src (id INTEGER, name VARCHAR(20))",
+               "INSERT INTO {s}.src SELECT CAST(g AS INTEGER), 'n' FROM generate_series(1, 60) AS t(g)")
+    parameters = {"MERGE_KEY": "id", "SCD2_MISSING_KEYS": mode, "FULL_SNAPSHOT": "Y"}
+    wh.run("SCD2_MERGE", "SELECT id, name FROM {s}.src", **parameters)
+    wh.execute("DELETE FROM {s}.src WHERE id > 10")
+    seen = _statements(monkeypatch)
+    result = wh.run("SCD2_MERGE", "SELECT id, name FROM {s}.src", **parameters)
+    found = [s for s in seen if re.match(r'(UPDATE|DELETE FROM|INSERT INTO) "?\w+"?\."?target"? ', s)]
+    assert [w.split(" ")[0] for w in found] == writes, seen
+    assert re.search(r"NOT EXISTS \(SELECT 1 FROM (pg_temp|temp\.main)\.\S+ AS s WHERE", found[-1]), found[-1]
+    assert result.counts.delete == 50
