@@ -7,11 +7,12 @@ soft-deleted key sent again is revived (B17): SCD1 updates it and clears DELETE_
 version and opens a new one. A soft DELETE_ROWS never flags a row twice (B46).
 
 On a full-snapshot source (FULL_SNAPSHOT = Y), SCD2_MISSING_KEYS says what happens to a key whose current version
-the SELECT no longer returns: KEEP leaves it current; CLOSE closes it in one anti-joined UPDATE; MARK_DELETED first
-copies each such live current version into a current deletion marker (DELETE_FLAG = 'Y', one INSERT ... SELECT
-from the target itself), then closes the live versions (one UPDATE, which the markers do not match). Both run in
-the merge's transaction, under its target lock; a key the SELECT returns again closes its marker and opens a live
-version through the soft-delete revival above, so its history stays contiguous.
+the SELECT no longer returns: KEEP leaves it current; CLOSE closes it in one UPDATE anti-joined to the hashed
+stage; MARK_DELETED finds those live current versions with the same anti-join once, into a scratch table as small
+as the keys that went missing, then inserts a current deletion marker (DELETE_FLAG = 'Y') for each and closes them
+with an UPDATE joined to that scratch table. Both run in the merge's transaction, under its target lock; a key the
+SELECT returns again closes its marker and opens a live version through the soft-delete revival above, so its
+history stays contiguous.
 """
 
 from __future__ import annotations
@@ -156,25 +157,31 @@ def _missing_keys(session: Session, task: SqlTask, target: Target, hashed: Stage
     key whose current row is already a deletion marker (DELETE_FLAG = 'Y') is left as it is by MARK_DELETED."""
     if task.missing_keys == "KEEP":
         return 0, 0
-    lit = session.dialect.literal
+    dialect = session.dialect
     keys = _keys(task, target, stage)
     current = f"{_col(session, target, 'ACTIVE_FLAG')} = 'Y'"
-    absent = f"NOT EXISTS (SELECT 1 FROM {hashed.ref} s WHERE {_match(session, keys)})"
-    markers = 0
-    if task.missing_keys == "MARK_DELETED":
-        flag = _col(session, target, "DELETE_FLAG")
-        current += f" AND ({flag} IS NULL OR {flag} <> 'Y')"
-        markers = _insert_markers(session, task, target, keys, f"{current} AND {absent}", row_base)
-    assignments = [(target.name_of("ACTIVE_FLAG"), "'N'"), (target.name_of("VALID_TO"), lit(task.stamp.now)),
-                   *update_stamps(session.dialect, task, target)]
-    closed = session.run(session.dialect.update_absent_from_stage(target.ref, hashed.ref, keys, assignments, current))
+    closing = dialect.literal(task.stamp.now)
+    assignments = [(target.name_of("ACTIVE_FLAG"), "'N'"), (target.name_of("VALID_TO"), closing),
+                   *update_stamps(dialect, task, target)]
+    if task.missing_keys == "CLOSE":
+        return session.run(dialect.update_absent_from_stage(target.ref, hashed.ref, keys, assignments, current)), 0
+    flag = _col(session, target, "DELETE_FLAG")
+    current += f" AND ({flag} IS NULL OR {flag} <> 'Y')"
+    absent = derive_stage(session, task, "absent",
+                          f"SELECT t.* FROM {target.ref} t WHERE {current} AND NOT EXISTS "
+                          f"(SELECT 1 FROM {hashed.ref} s WHERE {_match(session, keys)})")
+    markers = _insert_markers(session, task, target, keys, absent, row_base) if absent.rows else 0
+    closed = session.run(dialect.update_from_stage(target.ref, absent.ref, [(a, a) for a, _ in keys], assignments,
+                                                   current)) if absent.rows else 0
+    drop(session, absent)
     return closed, markers
 
 
-def _insert_markers(session: Session, task: SqlTask, target: Target, keys: list[tuple[str, str]], where: str,
+def _insert_markers(session: Session, task: SqlTask, target: Target, keys: list[tuple[str, str]], absent: Stage,
                     row_base: int) -> int:
-    """A current deletion marker for each live current version matching `where` (alias t): its business columns
-    and HASH_KEY as they are, DELETE_FLAG = 'Y', opened at the run's time, ROW_ID after row_base in key order."""
+    """A current deletion marker for each row of `absent` (live current versions, the target's columns): its
+    business columns and HASH_KEY as they are, DELETE_FLAG = 'Y', opened at the run's time, ROW_ID after row_base
+    in key order."""
     dialect = session.dialect
     q = dialect.quote
     order = "ORDER BY " + ", ".join(f"t.{q(a)}" for a, _ in keys)
@@ -189,7 +196,7 @@ def _insert_markers(session: Session, task: SqlTask, target: Target, keys: list[
             names.append(target.name_of(name))
             selected.append(value)
     return session.run(f"INSERT INTO {target.ref} ({', '.join(q(n) for n in names)})\n"
-                       f"SELECT {', '.join(selected)}\n  FROM {target.ref} t\n WHERE {where}")
+                       f"SELECT {', '.join(selected)}\n  FROM {absent.ref} t")
 
 
 def delete_rows(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:
