@@ -123,9 +123,10 @@ class Parameter:
         if self.kind in (Kind.WHOLE, Kind.NUMBER):
             return self._parse_number(text)
         if self.kind is Kind.CHOICE:
-            if text.lower() not in self.choices:
+            choice = {c.lower(): c for c in self.choices}.get(text.lower())
+            if choice is None:
                 raise ValueError(f"is {value!r}")
-            return text.lower()
+            return choice
         if self.kind is Kind.IDENTIFIER:
             if not CODE.match(text):
                 raise ValueError(f"is {value!r}")
@@ -235,6 +236,19 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("DELETE_MODE", Kind.CHOICE, ("SQL:DELETE_ROWS",), default="soft", choices=("soft", "hard"),
               meaning="soft: the target rows whose key the SELECT returns are kept with DELETE_FLAG = 'Y' (a merge "
                       "that sends the key again revives them); hard: they are deleted."),
+    Parameter("FULL_SNAPSHOT", Kind.FLAG, ("SQL:SCD2_MERGE",), default="N",
+              meaning="Y declares that the SELECT returns the whole source on every run (a full snapshot, not an "
+                      "incremental extract), so a key it does not return is gone from the source. Required for "
+                      "SCD2_MISSING_KEYS CLOSE or MARK_DELETED."),
+    Parameter("SCD2_MISSING_KEYS", Kind.CHOICE, ("SQL:SCD2_MERGE",), default="KEEP",
+              choices=("KEEP", "CLOSE", "MARK_DELETED"),
+              meaning="What SCD2_MERGE does with a key whose current version is in the target but that the SELECT "
+                      "no longer returns. KEEP: nothing, the version stays current. CLOSE: the current version is "
+                      "closed (ACTIVE_FLAG = 'N', VALID_TO = the run's time), so the key has no current row until "
+                      "it returns with a new version. MARK_DELETED: the current version is closed and a current "
+                      "deletion marker is opened with the last values and DELETE_FLAG = 'Y'; a later run without "
+                      "the key adds nothing, and a run that returns it closes the marker and opens a live version, "
+                      "so the key's history has no gap. CLOSE and MARK_DELETED need FULL_SNAPSHOT = Y."),
     Parameter("TASK_TIMEOUT_SECONDS", Kind.WHOLE, ("*",), default="0", minimum=0,
               meaning="An attempt still running after this many seconds is stopped and ends TIMED_OUT. 0 means no "
                       "limit."),

@@ -312,11 +312,31 @@ def _parameter_problems(task: TaskView) -> Iterator[Problem]:
                                 f"{'has' if len(unknown) == 1 else 'have'} no value", value.value,
                                 f"tokens among {', '.join('$$' + t for t in _ALERT_TOKENS)}",
                                 f"correct its PARAMETER_VALUE {_NEW_MIGRATION}")
+    yield from _missing_keys_problems(task)
     for spec in params.PARAMETERS:
         if spec.name not in given and spec.required(task.handler, task.action or None):
             yield _task_problem(task, "parameter-required", f"parameter {spec.name} is missing", None,
                                 f"{spec.name} on every {kind}: {spec.expected}",
                                 f"add a CFG_TASK_PARAMETERS row {spec.name} for the task {_NEW_MIGRATION}")
+
+
+def _missing_keys_problems(task: TaskView) -> Iterator[Problem]:
+    """SCD2_MISSING_KEYS CLOSE or MARK_DELETED on a task not declared FULL_SNAPSHOT = Y: an incremental SELECT
+    would close every key outside its extract. The handler refuses the same at run time."""
+    if task.handler != "SQL" or task.action != "SCD2_MERGE":
+        return
+    missing_keys, full_snapshot = (params.BY_NAME["SCD2_MISSING_KEYS"], params.BY_NAME["FULL_SNAPSHOT"])
+    try:
+        mode = missing_keys.resolve(task.parameter(missing_keys.name))
+        full = full_snapshot.resolve(task.parameter(full_snapshot.name))
+    except ValueError:
+        return  # an invalid value is reported as parameter-invalid
+    if mode != "KEEP" and not full:
+        yield _task_problem(task, "missing-keys-not-full-snapshot", f"parameter SCD2_MISSING_KEYS is {mode}, but "
+                            "FULL_SNAPSHOT is not Y, so a key the SELECT does not return may only be outside an "
+                            "incremental extract", mode, f"FULL_SNAPSHOT = Y with SCD2_MISSING_KEYS {mode}, or "
+                            "SCD2_MISSING_KEYS KEEP", "set FULL_SNAPSHOT to Y if the SELECT returns the whole source "
+                            f"on every run, else set SCD2_MISSING_KEYS to KEEP, {_NEW_MIGRATION}")
 
 
 # -- dependencies ------------------------------------------------------------------------------------------------

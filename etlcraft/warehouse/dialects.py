@@ -158,6 +158,16 @@ class Dialect:
         where = f"{match} AND ({condition})" if condition else match
         return f"UPDATE {target} AS t SET {sets}\n  FROM {stage} AS s\n WHERE {where}"
 
+    def update_absent_from_stage(self, target: str, stage: str, keys: list[tuple[str, str]],
+                                 assignments: list[tuple[str, str]], condition: str) -> str:
+        """One set-based UPDATE of the `target` rows (alias t) matching `condition` whose key has no row in `stage`
+        (alias s): an anti-join, which both warehouses plan as one pass over the target (a hash anti-join on
+        PostgreSQL). `keys` and `assignments` as in update_from_stage."""
+        sets = ", ".join(f"{self.quote(column)} = {expr}" for column, expr in assignments)
+        match = " AND ".join(f"s.{self.quote(b)} = t.{self.quote(a)}" for a, b in keys)
+        return (f"UPDATE {target} AS t SET {sets}\n WHERE ({condition})\n"
+                f"   AND NOT EXISTS (SELECT 1 FROM {stage} AS s WHERE {match})")
+
     def clear_table(self, target: str) -> str:
         return f"DELETE FROM {target}"
 

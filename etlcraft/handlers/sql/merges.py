@@ -5,6 +5,14 @@ Merges hash the deduplicated stage once (hash version 2), then change the target
 column or per row. On DuckDB, SCD1 replaces its changed rows (one DELETE, one INSERT) instead of updating them. A
 soft-deleted key sent again is revived (B17): SCD1 updates it and clears DELETE_FLAG; SCD2 closes the deleted
 version and opens a new one. A soft DELETE_ROWS never flags a row twice (B46).
+
+On a full-snapshot source (FULL_SNAPSHOT = Y), SCD2_MISSING_KEYS says what happens to a key whose current version
+the SELECT no longer returns: KEEP leaves it current; CLOSE closes it in one UPDATE anti-joined to the hashed
+stage; MARK_DELETED finds those live current versions with the same anti-join once, into a scratch table as small
+as the keys that went missing, then inserts a current deletion marker (DELETE_FLAG = 'Y') for each and closes them
+with an UPDATE joined to that scratch table. Both run in the merge's transaction, under its target lock; a key the
+SELECT returns again closes its marker and opens a live version through the soft-delete revival above, so its
+history stays contiguous.
 """
 
 from __future__ import annotations
@@ -13,8 +21,8 @@ from etlcraft.handlers.sql import guards, hashing
 from etlcraft.handlers.sql.spec import SqlTask
 from etlcraft.handlers.sql.staging import HASH_COLUMN, Stage, derive_stage, drop
 from etlcraft.handlers.sql.tables import Outcome, counts, writable
-from etlcraft.handlers.sql.target import Target, add_columns, inspect, require
-from etlcraft.handlers.sql.writes import count_rows, insert_rows, read_target, update_stamps
+from etlcraft.handlers.sql.target import ALL_ENGINE_COLUMNS, Target, add_columns, inspect, require
+from etlcraft.handlers.sql.writes import count_rows, insert_rows, insert_values, read_target, update_stamps
 from etlcraft.warehouse.connection import Session
 from etlcraft.warehouse.dialects import Column
 
@@ -29,6 +37,8 @@ def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) ->
     compare = hashing.compare_columns(task, deduplicated)
     hashing.refuse_floats(task, [(c, c) for c in compare])
     target, added = writable(session, task, deduplicated)
+    if task.action == "SCD2_MERGE" and task.missing_keys == "MARK_DELETED":
+        require(task, target, ("DELETE_FLAG",))
     hashing.refuse_floats(task, [(c, target.columns.get(c.key, c)) for c in compare])
     record = hashing.refuse_old_hashes(task, session, target, version)
     add_columns(session, target, added)
@@ -36,9 +46,13 @@ def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) ->
     hashed = _hashed(session, task, deduplicated, target, hashing.target_pairs(task, target, compare))
     write = _scd1 if task.action == "SCD1_MERGE" else _scd2
     inserted, updated = write(session, task, target, hashed, deduplicated, before.max_row_id)
+    closed, markers = 0, 0
+    if task.action == "SCD2_MERGE":
+        closed, markers = _missing_keys(session, task, target, hashed, deduplicated, before.max_row_id + inserted)
     drop(session, hashed)
-    return Outcome(counts(stage, before.count + inserted, insert=inserted, update=updated, duplicate=duplicates),
-                   record_version=record or target.created)
+    return Outcome(counts(stage, before.count + inserted + markers, insert=inserted + markers, update=updated,
+                          delete=closed, duplicate=duplicates),
+                   record_version=record or target.created, absent_closed=closed, markers=markers)
 
 
 def _hashed(session: Session, task: SqlTask, stage: Stage, target: Target,
@@ -134,6 +148,55 @@ def _scd2(session: Session, task: SqlTask, target: Target, hashed: Stage, stage:
                            where=f"NOT EXISTS (SELECT 1 FROM {target.ref} t WHERE {_match(session, keys)} AND "
                                  f"{active})", hash_sql=f"s.{q(HASH_COLUMN)}")
     return inserted, closed
+
+
+def _missing_keys(session: Session, task: SqlTask, target: Target, hashed: Stage, stage: Stage,
+                  row_base: int) -> tuple[int, int]:
+    """SCD2_MISSING_KEYS on the keys with a current version that the SELECT (the hashed stage) does not return:
+    (current versions closed, deletion markers opened), markers numbered after row_base. KEEP changes nothing; a
+    key whose current row is already a deletion marker (DELETE_FLAG = 'Y') is left as it is by MARK_DELETED."""
+    if task.missing_keys == "KEEP":
+        return 0, 0
+    dialect = session.dialect
+    keys = _keys(task, target, stage)
+    current = f"{_col(session, target, 'ACTIVE_FLAG')} = 'Y'"
+    closing = dialect.literal(task.stamp.now)
+    assignments = [(target.name_of("ACTIVE_FLAG"), "'N'"), (target.name_of("VALID_TO"), closing),
+                   *update_stamps(dialect, task, target)]
+    if task.missing_keys == "CLOSE":
+        return session.run(dialect.update_absent_from_stage(target.ref, hashed.ref, keys, assignments, current)), 0
+    flag = _col(session, target, "DELETE_FLAG")
+    current += f" AND ({flag} IS NULL OR {flag} <> 'Y')"
+    absent = derive_stage(session, task, "absent",
+                          f"SELECT t.* FROM {target.ref} t WHERE {current} AND NOT EXISTS "
+                          f"(SELECT 1 FROM {hashed.ref} s WHERE {_match(session, keys)})")
+    markers = _insert_markers(session, task, target, keys, absent, row_base) if absent.rows else 0
+    closed = session.run(dialect.update_from_stage(target.ref, absent.ref, [(a, a) for a, _ in keys], assignments,
+                                                   current)) if absent.rows else 0
+    drop(session, absent)
+    return closed, markers
+
+
+def _insert_markers(session: Session, task: SqlTask, target: Target, keys: list[tuple[str, str]], absent: Stage,
+                    row_base: int) -> int:
+    """A current deletion marker for each row of `absent` (live current versions, the target's columns): its
+    business columns and HASH_KEY as they are, DELETE_FLAG = 'Y', opened at the run's time, ROW_ID after row_base
+    in key order."""
+    dialect = session.dialect
+    q = dialect.quote
+    order = "ORDER BY " + ", ".join(f"t.{q(a)}" for a, _ in keys)
+    values = insert_values(dialect, task, row_base=row_base, order=order,
+                           hash_sql=f"t.{q(target.name_of('HASH_KEY'))}")
+    values["DELETE_FLAG"] = "'Y'"
+    engine = {n.upper() for n in ALL_ENGINE_COLUMNS}
+    names = [c.name for c in target.columns.values() if c.name.upper() not in engine]
+    selected = [f"t.{q(n)}" for n in names]
+    for name, value in values.items():
+        if target.has(name):
+            names.append(target.name_of(name))
+            selected.append(value)
+    return session.run(f"INSERT INTO {target.ref} ({', '.join(q(n) for n in names)})\n"
+                       f"SELECT {', '.join(selected)}\n  FROM {absent.ref} t")
 
 
 def delete_rows(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:

@@ -46,6 +46,8 @@ class SqlTask:
     table_format: str  # TABLE_FORMAT
     delete_mode: str  # DELETE_MODE
     stamp: Stamp
+    missing_keys: str = "KEEP"  # SCD2_MISSING_KEYS: KEEP, CLOSE or MARK_DELETED
+    full_snapshot: bool = False  # FULL_SNAPSHOT: the SELECT returns the whole source
 
     def refuse(self, problem: str) -> SqlGuardError:
         """The error for a refusal before the target was touched; `problem` names the value and the remedy."""
@@ -81,11 +83,27 @@ def task_from_text(*, task: str, action: str | None, sql_file: str | None, text:
     except ValueError as exc:
         raise SqlGuardError(f"task {task}: TARGET_OBJECT {exc}; correct it with a project migration") from None
     values = _parameters(parameters, task, action)
+    missing_keys, full_snapshot = str(values["SCD2_MISSING_KEYS"] or "KEEP"), bool(values["FULL_SNAPSHOT"])
+    if (problem := missing_keys_problem(missing_keys, full_snapshot)) is not None:
+        raise SqlGuardError(f"task {task} ({action}): {problem}")
     source = f"sql_files/{sql_file}"
     return SqlTask(action, task, source, _select(text, {**dict(parameters), **run_values}, dialect, task, source),
                    target, tuple(values["MERGE_KEY"] or ()), _optional_tuple(values["MERGE_COMPARE_COLUMNS"]),
                    tuple(values["MERGE_DEDUPE_ORDER"] or ()), bool(values["SCHEMA_EVOLUTION"]),
-                   str(values["TABLE_FORMAT"] or "native"), str(values["DELETE_MODE"] or "soft"), stamp)
+                   str(values["TABLE_FORMAT"] or "native"), str(values["DELETE_MODE"] or "soft"), stamp,
+                   missing_keys, full_snapshot)
+
+
+def missing_keys_problem(missing_keys: str, full_snapshot: bool) -> str | None:
+    """Why SCD2_MISSING_KEYS cannot be used as set (None: it can): closing the keys a SELECT does not return is
+    only right when that SELECT is the whole source, which the task declares with FULL_SNAPSHOT = Y. validate
+    reports the same refusal before any run."""
+    if missing_keys == "KEEP" or full_snapshot:
+        return None
+    return (f"parameter SCD2_MISSING_KEYS is {missing_keys}, but FULL_SNAPSHOT is not Y, so a key the SELECT does "
+            f"not return may only be outside an incremental extract; {missing_keys} needs FULL_SNAPSHOT = Y: set "
+            "FULL_SNAPSHOT to Y if the SELECT returns the whole source on every run, else set SCD2_MISSING_KEYS to "
+            "KEEP, with a project migration")
 
 
 def _optional_tuple(value: Any) -> tuple[str, ...] | None:
@@ -94,7 +112,7 @@ def _optional_tuple(value: Any) -> tuple[str, ...] | None:
 
 def _parameters(parameters: Mapping[str, str], task: str, action: str) -> dict[str, Any]:
     names = ("MERGE_KEY", "MERGE_COMPARE_COLUMNS", "MERGE_DEDUPE_ORDER", "SCHEMA_EVOLUTION", "TABLE_FORMAT",
-             "DELETE_MODE")
+             "DELETE_MODE", "SCD2_MISSING_KEYS", "FULL_SNAPSHOT")
     values: dict[str, Any] = {}
     for name in names:
         spec = params.BY_NAME[name]

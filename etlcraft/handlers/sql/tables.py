@@ -35,6 +35,8 @@ from etlcraft.warehouse.dialects import Column
 class Outcome:
     counts: Counts
     record_version: bool = False  # record hash version 2 for the target once the warehouse has committed
+    absent_closed: int = 0  # SCD2_MISSING_KEYS: current versions of keys the SELECT no longer returns, closed
+    markers: int = 0  # SCD2_MISSING_KEYS = MARK_DELETED: deletion markers opened (counted in insert too)
 
 
 def counts(stage: Stage, target_rows: int, *, insert: int = 0, update: int = 0, delete: int = 0,

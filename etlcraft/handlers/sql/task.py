@@ -49,7 +49,7 @@ def run_sql_task(ctx: TaskContext, *, engine_db: EngineDB) -> HandlerResult:
                 versions.record_version(engine_db, task.target.key, hashing.HASH_VERSION)
     finally:
         warehouse.dispose()
-    message = summary(task, outcome.counts)
+    message = summary(task, outcome.counts, outcome)
     log.info("%s", message)
     return HandlerResult(counts=outcome.counts, message=message)
 
@@ -74,10 +74,16 @@ def run_in_warehouse(warehouse: Warehouse, task: SqlTask, version: int | None) -
     return outcome
 
 
-def summary(task: SqlTask, counts: Counts) -> str:
+def summary(task: SqlTask, counts: Counts, outcome: Outcome | None = None) -> str:
     read = "the SELECT's shape staged" if counts.source is None else f"{counts.source:,} row(s) read"
     duplicates = f", {counts.duplicate:,} duplicate(s) removed" if counts.duplicate else ""
+    absent = ""
+    if task.action == "SCD2_MERGE" and task.missing_keys != "KEEP" and outcome is not None:
+        markers = (f"; {outcome.markers:,} deletion marker(s) opened, counted as inserted"
+                   if task.missing_keys == "MARK_DELETED" else "")
+        absent = (f" (SCD2_MISSING_KEYS {task.missing_keys}: {outcome.absent_closed:,} key(s) the SELECT no longer "
+                  f"returns closed, counted as deleted{markers})")
     return (f"{task.action} into {task.target}: {read}{duplicates}; {counts.insert or 0:,} inserted, "
-            f"{counts.update or 0:,} updated, {counts.delete or 0:,} deleted; {counts.target or 0:,} row(s) in the "
-            "target")
+            f"{counts.update or 0:,} updated, {counts.delete or 0:,} deleted{absent}; {counts.target or 0:,} row(s) "
+            "in the target")
 

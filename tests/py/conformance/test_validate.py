@@ -226,6 +226,53 @@ def _(s: Setup) -> None:
     s.parameter("gone", "DELETE_MODE", "purge")
 
 
+def _scd2(s: Setup, **parameters: str) -> None:
+    s.sql_task("customers", "SELECT 1 AS customer_id, 'Ada' AS name\n", ACTION="SCD2_MERGE")
+    for name, value in {"MERGE_KEY": "customer_id", **parameters}.items():
+        s.parameter("customers", name, value)
+
+
+def _missing_keys_refused(mode: str) -> str:
+    return (f"task sales.customers: parameter SCD2_MISSING_KEYS is {mode}, but FULL_SNAPSHOT is not Y, so a key the "
+            f"SELECT does not return may only be outside an incremental extract; expected FULL_SNAPSHOT = Y with "
+            f"SCD2_MISSING_KEYS {mode}, or SCD2_MISSING_KEYS KEEP; set FULL_SNAPSHOT to Y if the SELECT returns the "
+            f"whole source on every run, else set SCD2_MISSING_KEYS to KEEP,{MIG}")
+
+
+@case("scd2_close_without_full_snapshot", _missing_keys_refused("CLOSE"))
+def _(s: Setup) -> None:
+    _scd2(s, SCD2_MISSING_KEYS="CLOSE")
+
+
+@case("scd2_mark_deleted_on_a_declared_incremental_select", _missing_keys_refused("MARK_DELETED"))
+def _(s: Setup) -> None:
+    _scd2(s, SCD2_MISSING_KEYS="mark_deleted", FULL_SNAPSHOT="N")
+
+
+@case("scd2_missing_keys_unknown",
+     f"task sales.customers: parameter SCD2_MISSING_KEYS is 'DROP'; expected KEEP or CLOSE or MARK_DELETED; "
+     f"correct its PARAMETER_VALUE{MIG}")
+def _(s: Setup) -> None:
+    _scd2(s, SCD2_MISSING_KEYS="DROP", FULL_SNAPSHOT="Y")
+
+
+@case("full_snapshot_on_scd1",
+     f"task sales.customers: parameter FULL_SNAPSHOT does not apply to SCD1_MERGE tasks; expected FULL_SNAPSHOT "
+     f"only on SQL tasks with ACTION SCD2_MERGE; remove it{MIG}")
+def _(s: Setup) -> None:
+    _scd1(s, MERGE_KEY="customer_id", FULL_SNAPSHOT="Y")
+
+
+def test_scd2_missing_keys_with_full_snapshot__accepted(setup: Setup) -> None:
+    for mode in ("KEEP", "CLOSE", "MARK_DELETED"):
+        setup.sql_task(f"c_{mode.lower()}", "SELECT 1 AS customer_id, 'Ada' AS name\n", ACTION="SCD2_MERGE")
+        for name, value in {"MERGE_KEY": "customer_id", "SCD2_MISSING_KEYS": mode, "FULL_SNAPSHOT": "Y"}.items():
+            setup.parameter(f"c_{mode.lower()}", name, value)
+    setup.sql_task("c_default", "SELECT 1 AS customer_id, 'Ada' AS name\n", ACTION="SCD2_MERGE")
+    setup.parameter("c_default", "MERGE_KEY", "customer_id")
+    assert messages(run(setup)) == []
+
+
 @case("email_alert_without_recipients",
      f"task sales.alert: parameter RECIPIENTS is missing; expected RECIPIENTS on every "
      f"EMAIL_ALERT task: a comma-separated list of e-mail addresses (name@example.com); add a "

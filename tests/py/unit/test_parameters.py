@@ -33,7 +33,7 @@ def test_the_parameters_the_seed_names_are_all_there() -> None:
     ("SQL", "SCD1_MERGE", {"MERGE_KEY", "MERGE_COMPARE_COLUMNS", "MERGE_DEDUPE_ORDER", "SCHEMA_EVOLUTION",
                            "TABLE_FORMAT"}, {"MERGE_KEY"}),
     ("SQL", "SCD2_MERGE", {"MERGE_KEY", "MERGE_COMPARE_COLUMNS", "MERGE_DEDUPE_ORDER", "SCHEMA_EVOLUTION",
-                           "TABLE_FORMAT"}, {"MERGE_KEY"}),
+                           "TABLE_FORMAT", "FULL_SNAPSHOT", "SCD2_MISSING_KEYS"}, {"MERGE_KEY"}),
     ("SQL", "DELETE_ROWS", {"MERGE_KEY", "DELETE_MODE"}, {"MERGE_KEY"}),
     ("SQL", "CREATE_TABLE", {"TABLE_FORMAT"}, set()),
     ("SQL", "OVERWRITE_TABLE", {"SCHEMA_EVOLUTION", "TABLE_FORMAT"}, set()),
@@ -65,6 +65,11 @@ def test_which_parameters_a_task_takes(handler: str, action: str | None, applies
     ("TABLE_FORMAT", "Iceberg", None),
     ("TABLE_FORMAT", "delta", "is 'delta'"),
     ("DELETE_MODE", "hard", None),
+    ("SCD2_MISSING_KEYS", "MARK_DELETED", None),
+    ("SCD2_MISSING_KEYS", "close", None),
+    ("SCD2_MISSING_KEYS", "INVALIDATE", "is 'INVALIDATE'"),
+    ("FULL_SNAPSHOT", "Y", None),
+    ("FULL_SNAPSHOT", "yes", "is 'yes'"),
     ("TASK_TIMEOUT_SECONDS", "0", None),
     ("TASK_TIMEOUT_SECONDS", "1.5", "is '1.5', not a whole number"),
     ("TASK_TIMEOUT_SECONDS", "soon", "is 'soon', not a whole number"),
@@ -96,6 +101,7 @@ def test_check_names_the_reason(name: str, value: str | None, reason: str | None
     ("RETRY_BACKOFF", "a number of at least 1"),
     ("TABLE_FORMAT", "native or iceberg"),
     ("SCHEMA_EVOLUTION", "Y or N"),
+    ("SCD2_MISSING_KEYS", "KEEP or CLOSE or MARK_DELETED"),
 ])
 def test_expected_says_what_a_valid_value_looks_like(name: str, expected: str) -> None:
     assert BY_NAME[name].expected == expected
@@ -107,6 +113,9 @@ def test_parse_and_resolve_give_typed_values() -> None:
     assert BY_NAME["SCHEMA_EVOLUTION"].resolve(None) is False
     assert BY_NAME["SCHEMA_EVOLUTION"].resolve("Y") is True
     assert BY_NAME["TABLE_FORMAT"].resolve("ICEBERG") == "iceberg"
+    assert BY_NAME["SCD2_MISSING_KEYS"].resolve(None) == "KEEP"
+    assert BY_NAME["SCD2_MISSING_KEYS"].resolve("mark_deleted") == "MARK_DELETED"
+    assert BY_NAME["FULL_SNAPSHOT"].resolve(None) is False
     assert BY_NAME["RETRIES"].resolve(None) == 0
     assert BY_NAME["RETRY_DELAY_SECONDS"].resolve(None) == 60
     assert BY_NAME["RETRY_BACKOFF"].resolve(None) == 2.0
