@@ -77,13 +77,14 @@ class Relay:
 
 
 @contextmanager
-def relay(context: ssl.SSLContext | None, *, implicit: bool = False) -> Iterator[Relay]:
+def relay(context: ssl.SSLContext | None, *, implicit: bool = False, port: int | None = None) -> Iterator[Relay]:
     """A relay on 127.0.0.1 offering STARTTLS with `context`, or speaking TLS from the first byte (`implicit`), or
-    (without a context) offering neither.
+    (without a context) offering neither; on `port` when given (a relay that comes back where it was), else on a
+    free one.
     A login is offered over TLS only (aiosmtpd does not count implicit TLS as TLS, so there it offers it anyway)."""
     recorder = Recorder()
     tls = {} if context is None else {"ssl_context": context} if implicit else {"tls_context": context}
-    controller = Controller(recorder, hostname="127.0.0.1", port=free_port(), authenticator=_authenticate,
+    controller = Controller(recorder, hostname="127.0.0.1", port=port or free_port(), authenticator=_authenticate,
                             auth_require_tls=not implicit, **tls)
     controller.start()
     try:
