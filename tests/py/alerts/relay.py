@@ -28,6 +28,7 @@ PASSWORD = "Sentinel-smtp-pw-7c1e-never-shown"
 class Received:
     recipients: list[str]
     message: EmailMessage
+    raw: bytes = b""  # the message as it arrived, before parsing unfolds its headers
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Recorder:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
         assert isinstance(parsed, EmailMessage)
-        self.received.append(Received(list(envelope.rcpt_tos), parsed))
+        self.received.append(Received(list(envelope.rcpt_tos), parsed, envelope.content))
         return "250 Message accepted for delivery"
 
 

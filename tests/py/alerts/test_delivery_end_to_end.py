@@ -274,6 +274,8 @@ def test_the_relay_down_during_a_run__data_tasks_finish__the_alert_waits__the_ne
         [received] = back.recorder.received  # once: the next process does not send it again
     assert received.recipients == ["oncall@example.com"]
     subject = str(received.message["Subject"])
+    header = [line for line in received.raw.split(b"\r\n") if line.startswith(b"Subject:")]
+    assert header == [b"Subject: " + subject.encode()], received.raw  # one physical line, never folded
     assert "\n" not in subject and "\r" not in subject
     assert subject.startswith("RUN_FAILED proc.flow ") and "task report FAILED" in subject, subject
     assert 'relation "sales.orders" does not exist LINE 1: SELECT order_id FROM sales.orders ^' in subject, subject
