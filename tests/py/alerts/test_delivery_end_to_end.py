@@ -222,6 +222,13 @@ def alerts(project: Path) -> list[dict[str, Any]]:
     return listed
 
 
+def wait_until_due(deliveries: list[dict[str, Any]]) -> None:
+    """Sleep until every listed delivery's next attempt is due (the Engine DB of a real run keeps real time)."""
+    due = [datetime.fromisoformat(d["next_attempt_at"]) for d in deliveries]
+    last = max(d if d.tzinfo else d.replace(tzinfo=UTC) for d in due)
+    time.sleep(max(0.0, (last - datetime.now(UTC)).total_seconds()) + 0.3)
+
+
 @pytest.fixture(scope="module")
 def ca() -> trustme.CA:
     return trustme.CA()
@@ -260,9 +267,7 @@ def test_the_relay_down_during_a_run__data_tasks_finish__the_alert_waits__the_ne
     assert f"the relay 127.0.0.1:{port} cannot be reached" in delivery["last_detail"], delivery
 
     with relay(server_context(ca, "127.0.0.1"), port=port) as back:
-        due = datetime.fromisoformat(delivery["next_attempt_at"])
-        due = due if due.tzinfo else due.replace(tzinfo=UTC)
-        time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()) + 0.3)
+        wait_until_due([delivery])
         other = etl_craft("run", "--pipeline-code", "other", cwd=project, env=env)
         assert other.code == 0, other.out + other.err
         [alert] = alerts(project)
@@ -309,20 +314,21 @@ def test_no_signing_key_slack_url_or_smtp_password_is_recorded_logged_or_listed(
             tmp_path / "p", None, ca,
             email_section(mail.port) + "Alerts:\n  channels:\n    ops: {type: email, to: [oncall@example.com]}\n"
             f"    hooks: {{type: webhook, url: '{receiver.url}/hooks/etl', signing_key_variable: E2E_HOOK_KEY}}\n"
-            "    chat: {type: slack, url_variable: E2E_SLACK_URL}\n  retry_delay_seconds: 1\n",
+            "    chat: {type: slack, url_variable: E2E_SLACK_URL}\n  retry_delay_seconds: 2\n",
             rule_sql("ops, hooks, chat"))
         receiver.script = [500, 500]  # the first attempt on hooks and on chat is refused, echoing the path
         first = etl_craft("run", "--pipeline-code", "flow", cwd=project,
                           env={"E2E_SMTP_PASSWORD": WRONG_PASSWORD, "E2E_HOOK_KEY": HOOK_KEY,
                                "E2E_SLACK_URL": slack_url})
         assert first.code == 9, first.out + first.err
+        assert "could not be delivered on channel chat" in first.err, first.err  # the log lines are read below
         [alert] = alerts(project)
         pending = {d["channel"]: d for d in alert["deliveries"]}
         assert {c: (d["status"], d["attempts"]) for c, d in pending.items()} == {
             "ops": ("PENDING", 1), "hooks": ("PENDING", 1), "chat": ("PENDING", 1)}
         assert "refused the login of etl (535" in pending["ops"]["last_detail"], pending["ops"]
         assert "answered HTTP 500" in pending["chat"]["last_detail"], pending["chat"]
-        time.sleep(1.3)
+        wait_until_due(alert["deliveries"])
         second = etl_craft("run", "--pipeline-code", "other", cwd=project,
                            env={"E2E_SMTP_PASSWORD": PASSWORD, "E2E_HOOK_KEY": HOOK_KEY, "E2E_SLACK_URL": slack_url})
         assert second.code == 0, second.out + second.err
