@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 import time
+from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -52,6 +54,25 @@ _PHRASES = {"RUN_FAILED": "run failed", "SLA_BREACHED": "SLA breached", "ATTEMPT
 _BLANKS = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _MRKDWN = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _LINK_LABELS = {"ui": "Run page", "api": "API"}
+
+
+#: The URL this thread is POSTing an alert to, while it does: httpx logs every request's full URL at INFO.
+_POSTING: ContextVar[httpx.URL | None] = ContextVar("etl_craft_alert_url", default=None)
+
+
+class _HideAlertURL(logging.Filter):
+    """On the httpx logger: a request line about the alert being POSTed in this thread names the receiver's
+    scheme, host and port only, never the path or query that may carry a Slack or webhook token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        target = _POSTING.get()
+        if target is not None and isinstance(record.args, tuple):
+            record.args = tuple(f"{peer(target)}/…" if isinstance(arg, httpx.URL) and arg == target else arg
+                                for arg in record.args)
+        return True
+
+
+logging.getLogger("httpx").addFilter(_HideAlertURL())
 
 
 class WebhookURLError(ValueError):
@@ -230,6 +251,7 @@ def post_alert(alert: AlertMessage, url: str, signing_key: str | None, *, slack:
                                   "least 32 random characters, or none for an unsigned webhook; set it in the "
                                   "variable the alert rule names", retryable=False)
     body, headers = _request(alert, signing_key, slack)
+    posting = _POSTING.set(target)
     try:
         with httpx.stream("POST", target, content=body, headers=headers, timeout=timeout,
                           follow_redirects=False) as response:
@@ -241,4 +263,6 @@ def post_alert(alert: AlertMessage, url: str, signing_key: str | None, *, slack:
         said = _scrubbed(str(error) or type(error).__name__, url, target)
         return Delivery("FAILED", f"{channel} {peer(target)}: {type(error).__name__}: {said}; expected a 2xx "
                                   "answer; another attempt may succeed", retryable=True)
+    finally:
+        _POSTING.reset(posting)
     return _judge(response, answer, channel, url, target)

@@ -28,6 +28,7 @@ PASSWORD = "Sentinel-smtp-pw-7c1e-never-shown"
 class Received:
     recipients: list[str]
     message: EmailMessage
+    raw: bytes = b""  # the message as it arrived, before parsing unfolds its headers
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Recorder:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
         assert isinstance(parsed, EmailMessage)
-        self.received.append(Received(list(envelope.rcpt_tos), parsed))
+        self.received.append(Received(list(envelope.rcpt_tos), parsed, envelope.content))
         return "250 Message accepted for delivery"
 
 
@@ -77,13 +78,14 @@ class Relay:
 
 
 @contextmanager
-def relay(context: ssl.SSLContext | None, *, implicit: bool = False) -> Iterator[Relay]:
+def relay(context: ssl.SSLContext | None, *, implicit: bool = False, port: int | None = None) -> Iterator[Relay]:
     """A relay on 127.0.0.1 offering STARTTLS with `context`, or speaking TLS from the first byte (`implicit`), or
-    (without a context) offering neither.
+    (without a context) offering neither; on `port` when given (a relay that comes back where it was), else on a
+    free one.
     A login is offered over TLS only (aiosmtpd does not count implicit TLS as TLS, so there it offers it anyway)."""
     recorder = Recorder()
     tls = {} if context is None else {"ssl_context": context} if implicit else {"tls_context": context}
-    controller = Controller(recorder, hostname="127.0.0.1", port=free_port(), authenticator=_authenticate,
+    controller = Controller(recorder, hostname="127.0.0.1", port=port or free_port(), authenticator=_authenticate,
                             auth_require_tls=not implicit, **tls)
     controller.start()
     try:
