@@ -151,9 +151,12 @@ CONFIG_EDITS: dict[str, Edit] = {
     "email-without-host": _replace_section("Email", {"from_address": "etl@example.com", "to": ["ops@example.com"]}),
     "email-bad-address": _replace_section("Email", {"host": "smtp.example.com", "from_address": "not an address",
                                                     "to": ["ops@example.com"]}),
+    "email-tls-none-with-login": _replace_section("Email", {
+        "host": "smtp.example.com", "from_address": "etl@example.com", "to": ["ops@example.com"], "tls_mode": "none",
+        "username": "etl", "secret": "SMTP_PASSWORD"}),
+    "alerts-channel-of-no-type": _replace_section("Alerts", {"channels": {"pager": {"type": "pager"}}}),
+    "alerts-webhook-without-url": _replace_section("Alerts", {"channels": {"hook": {"type": "webhook"}}}),
     # Planned for a later release, so refused rather than silently ignored (etlcraft/config/keys.py, `planned`).
-    "email-section-planned": _replace_section("Email", {"host": "smtp.example.com", "from_address": "etl@example.com",
-                                                        "to": ["ops@example.com"]}),
     "project-key-planned": _set("Orchestration", "Project", "shop"),
     "db-pool-size-planned": _set("Orchestration", "Db_pool_size", 20),
     "db-pool-size-planned-with-default": _set("Orchestration", "Db_pool_size", 10),
