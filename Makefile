@@ -59,7 +59,8 @@ verify: venv ## Fail when the rendered SQL differs from the checked-in snapshot 
 snapshot: venv ## Re-render sql/rendered/ after a deliberate change to the SQL templates
 	ETL_CRAFT_UPDATE_SNAPSHOT=1 $(PYTHON) -m pytest -q -p no:cacheprovider tests/py/migration/test_rendered_snapshot.py
 
-bench: venv ## Run every benchmark in bench/ and print its figures
+bench: venv ## Run every benchmark in bench/ and print its figures (installs wrk, the HTTP load generator, if missing)
+	scripts/install-system-deps.sh bench
 	@set -e; found=0; for script in bench/*.py; do [ -e "$$script" ] || continue; found=1; \
 	  echo "== $$script"; $(PYTHON) "$$script"; done; \
 	  [ $$found = 1 ] || echo "bench/ has no benchmarks yet"

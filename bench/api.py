@@ -1,11 +1,13 @@
 """The HTTP API under read load, on PostgreSQL, beside a bare FastAPI endpoint that runs the same SELECTs.
 
 An Engine DB with one pipeline of 10 no-op tasks that has run R times; `etl-craft api` is started as a subprocess on
-a free loopback port, and C concurrent loopback clients (httpx, asyncio) read run detail and task lists
-(GET /api/v1/runs/{id} and /runs/{id}/tasks, with a viewer token, over the R runs) for S seconds. Then a bare
+a free loopback port, and C concurrent loopback connections of wrk (a load generator written in C; `make bench`
+installs it) read run detail and task lists (GET /api/v1/runs/{id} and /runs/{id}/tasks, with a viewer token, over
+the R runs) for S seconds. Then a bare
 FastAPI app, served by uvicorn with the same settings in a subprocess of its own, answers GET /bare/runs/{id} with
-the two SELECTs run detail runs (run_header, run_task_rows) and nothing else (no token, no service), and the same
-clients read it for S seconds. Prints requests/s and p50/p99 latency of both, and the ratio of throughputs.
+the two SELECTs run detail runs (run_header, run_task_rows) and nothing else (no token, no service), and wrk
+reads it the same way for S seconds. Any failed request (a non-2xx answer, a socket error) stops the benchmark.
+Prints requests/s and p50/p99 latency of both, and the ratio of throughputs.
 
 Targets: the API's throughput at least half the bare endpoint's, and its p99 under 100 ms.
 
@@ -17,9 +19,9 @@ Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to cr
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,6 +30,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import psycopg
@@ -89,33 +92,53 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def _load(paths: list[str], headers: dict[str, str], clients: int, seconds: float,
-                failures: list[str]) -> tuple[float, list[float]]:
-    """C clients reading `paths` in turn for `seconds`: requests per second and each request's latency (s); a
-    request that failed in transport (a connection the server closed) is added to `failures`."""
-    latencies: list[float] = []
-    end = time.monotonic() + seconds
+#: wrk's script: each request takes the next path of the list, so the connections read every run in turn.
+WRK_SCRIPT = """\
+paths = {%s}
+counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("GET", paths[(counter %% #paths) + 1])
+end
+"""
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
-    async def client(number: int, http: httpx.AsyncClient) -> None:
-        turn = number
-        while time.monotonic() < end:
-            began = time.perf_counter()
-            try:
-                answer = await http.get(paths[turn % len(paths)], headers=headers)
-            except httpx.TransportError as exc:  # counted and shown, not fatal: the figures say how many failed
-                failures.append(f"{type(exc).__name__}: {exc}")
-                turn += 1
-                continue
-            latencies.append(time.perf_counter() - began)
-            if answer.status_code != 200:
-                raise SystemExit(f"GET {paths[turn % len(paths)]} answered {answer.status_code}: {answer.text}")
-            turn += 1
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(limits=limits, timeout=30) as http:
-        started = time.monotonic()
-        await asyncio.gather(*(client(n, http) for n in range(clients)))
-        return len(latencies) / (time.monotonic() - started), latencies
+def _millis(text: str) -> float:
+    found = re.fullmatch(r"([0-9.]+)(us|ms|s|m)", text)
+    if found is None:
+        raise SystemExit(f"wrk printed a latency {text!r}, expected a number and a unit (us, ms, s)")
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def _load(paths: list[str], headers: dict[str, str], clients: int, seconds: float,
+          folder: Path) -> tuple[float, float, float, int]:
+    """`clients` connections of wrk reading `paths` in turn for `seconds`: requests per second, p50 and p99 latency
+    (ms) and the number of requests. wrk, a C load generator, leaves the cores to the server: a Python client of 20
+    connections on this 2-core machine took enough of them to add its own waits to every figure."""
+    script = folder / "paths.lua"
+    script.write_text(WRK_SCRIPT % ", ".join(json.dumps(urlsplit(p).path) for p in paths))
+    command = ["wrk", "--threads", "1", "--connections", str(clients), "--duration", f"{seconds:g}s", "--latency",
+               "--timeout", "30s", "--script", str(script)]
+    for name, value in headers.items():
+        command += ["--header", f"{name}: {value}"]
+    done = subprocess.run([*command, paths[0]], capture_output=True, text=True, check=False)
+    out = done.stdout
+    if done.returncode or "Requests/sec:" not in out:
+        raise SystemExit(f"wrk exited {done.returncode}: {done.stderr or out}")
+    for refusal in ("Non-2xx or 3xx responses", "Socket errors"):
+        if refusal in out:
+            raise SystemExit(f"wrk saw failed requests ({refusal}):\n{out}")
+    rate = float(_find(r"Requests/sec:\s+([0-9.]+)", out))
+    return rate, _millis(_find(r"\s50%\s+(\S+)", out)), _millis(_find(r"\s99%\s+(\S+)", out)), int(
+        _find(r"(\d+) requests in", out))
+
+
+def _find(pattern: str, out: str) -> str:
+    found = re.search(pattern, out)
+    if found is None:
+        raise SystemExit(f"wrk's report has no match for {pattern!r}:\n{out}")
+    return found.group(1)
 
 
 def _wait(url: str, process: subprocess.Popen[bytes]) -> None:
@@ -135,16 +158,13 @@ def _measure(name: str, command: list[str], cwd: Path, probe: str, paths: list[s
     process = subprocess.Popen(command, cwd=cwd, env={**os.environ, "ETL_CRAFT_ACTOR": "bench@api"})
     try:
         _wait(probe, process)
-        asyncio.run(_load(paths, headers, options.clients, 2.0, []))  # warm up: connections, pools, caches
-        failures: list[str] = []
-        rate, latencies = asyncio.run(_load(paths, headers, options.clients, options.seconds, failures))
+        _load(paths, headers, options.clients, 2.0, cwd)  # warm up: connections, pools, caches
+        rate, p50, p99, count = _load(paths, headers, options.clients, options.seconds, cwd)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
-    p50, p99 = _pct(latencies, 0.50) * 1000, _pct(latencies, 0.99) * 1000
-    failed = f", {len(failures)} failed in transport (first: {failures[0]})" if failures else ""
-    print(f"{name:<28} {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   ({len(latencies)} requests"
-          f"{failed}; load average {os.getloadavg()[0]:.1f})")
+    print(f"{name:<28} {rate:8.0f} req/s   p50 {p50:6.1f} ms   p99 {p99:6.1f} ms   ({count} requests; load "
+          f"average {os.getloadavg()[0]:.1f})")
     return rate, p50, p99
 
 

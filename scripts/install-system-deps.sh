@@ -2,7 +2,8 @@
 # Installs the Debian packages etl-craft's development needs, when they are missing:
 #   venv   python3-venv, for `python3 -m venv` (the Makefile makes its own .venv from the system python3)
 #   pgtap  the pgtap extension for the running PostgreSQL server and pg_prove, for the pgTAP suites
-# With no argument, both. Needs root (CI runs as root); prints what to do otherwise.
+#   bench  wrk, the HTTP load generator bench/api.py drives
+# With no argument, all three. Needs root (CI runs as root); prints what to do otherwise.
 set -euo pipefail
 
 python=${SYSTEM_PYTHON:-python3}
@@ -13,7 +14,7 @@ wants=("$@")
 asked() { [ ${#wants[@]} -eq 0 ] || printf '%s\n' "${wants[@]}" | grep -qx "$1"; }
 
 for what in "${wants[@]}"; do
-  case $what in venv | pgtap) ;; *) echo "usage: $0 [venv] [pgtap]" >&2; exit 2 ;; esac
+  case $what in venv | pgtap | bench) ;; *) echo "usage: $0 [venv] [pgtap] [bench]" >&2; exit 2 ;; esac
 done
 
 if asked venv; then
@@ -35,6 +36,10 @@ if asked pgtap; then
   if ! command -v pg_prove >/dev/null 2>&1 || [ "$have_pgtap" != "1" ]; then
     packages="$packages postgresql-${major}-pgtap libtap-parser-sourcehandler-pgtap-perl"
   fi
+fi
+
+if asked bench && ! command -v wrk >/dev/null 2>&1; then
+  packages="$packages wrk"
 fi
 
 packages=${packages# }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -26,6 +27,10 @@ REQUEST_THREADS = 5
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
+    # What the process holds once it serves (modules, the app, its routes) is kept out of the garbage collector's
+    # generations, so a full collection walks only what requests made: shorter pauses under load.
+    gc.collect()
+    gc.freeze()
     yield
 
 

@@ -262,13 +262,15 @@ class EngineDB:
         if _shared_reads.get() is not None:
             yield
             return
-        with self.read() as conn:
-            self.read_snapshot(conn)
-            token = _shared_reads.set((self, conn))
-            try:
-                yield
-            finally:
-                _shared_reads.reset(token)
+        with holding_stops(), self._mapped_errors(None), self.engine.connect() as conn:
+            if self.is_postgres:  # BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY: no SET TRANSACTION round trip
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            with conn.begin():
+                token = _shared_reads.set((self, conn))
+                try:
+                    yield
+                finally:
+                    _shared_reads.reset(token)
 
     def read_snapshot(self, conn: sa.Connection) -> None:
         """Make the read transaction just begun on `conn` see one snapshot for all its statements (PostgreSQL reads
