@@ -26,7 +26,6 @@ ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 
 #: The releases that will read what is refused today as "not supported yet": "<release>, with <feature>".
 API_RELEASE = "0.3.0, with the HTTP API and commands that name their project"
-ALERTS_RELEASE = "0.4.0, with alerts by e-mail and webhook"
 WORKERS_RELEASE = "0.5.0, with workers on other hosts and their connection pools"
 
 
