@@ -1,10 +1,10 @@
-"""Endpoints of pipelines, tokens, audit and health: /api/v1/health, /pipelines[/{code}[/runs|/backfills|/pause|
-/resume]], /audit, /tokens."""
+"""Endpoints of pipelines, tokens, audit, alerts and health: /api/v1/health, /pipelines[/{code}[/runs|/backfills|
+/pause|/resume]], /audit, /alerts, /tokens."""
 
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
@@ -14,7 +14,7 @@ from etlcraft.api.documents import DocumentRoute
 from etlcraft.api.runs import MAX_ID, Text
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import TokenRole
-from etlcraft.services import audit, control, tokens
+from etlcraft.services import alerts, audit, control, tokens
 from etlcraft.services.control import OperationContext
 from etlcraft.services.pipelines import list_document, pipeline_document, pipeline_page
 from etlcraft.services.queueing import backfill_queued_json, queue_backfill
@@ -118,6 +118,12 @@ def resume(request: Request, code: Text, body: ResumeBody, principal: Principal 
 def audit_log(request: Request, pipeline_code: Text | None = None, since: date | None = None,
               _p: Principal = VIEWER) -> Doc:
     return audit.to_json(audit.audit(request.app.state.db, audit.AuditRequest(pipeline_code, since)))
+
+
+@router.get("/alerts", summary="Alerts raised and where each delivery stands, newest first (etl-craft alerts list)")
+def alert_list(request: Request, pipeline_code: Text | None = None,
+               status: Literal["PENDING", "DELIVERED", "FAILED"] | None = None, _p: Principal = VIEWER) -> Doc:
+    return alerts.list_alerts(request.app.state.db, pipeline_code, status)
 
 
 @router.get("/tokens", summary="The API tokens, never a token or its hash (etl-craft token list)")

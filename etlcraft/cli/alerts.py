@@ -25,5 +25,9 @@ def command() -> None:
 def list_command(ctx: CliContext, pipeline_code: str | None, status: str | None, output_format: str) -> None:
     """List alerts, newest first, each with its deliveries: channel, status (PENDING, DELIVERED or FAILED),
     attempts made, the next attempt due and what the channel last answered. Changes nothing."""
-    doc = service.list_alerts(ctx.existing_engine_db(), pipeline_code, status.upper() if status else None)
+    wanted = status.upper() if status else None
+    if ctx.remote:
+        doc = ctx.remote.get("/alerts", pipeline_code=pipeline_code, status=wanted)
+    else:
+        doc = service.list_alerts(ctx.existing_engine_db(), pipeline_code, wanted)
     emit_document(output_format, doc, service.render)

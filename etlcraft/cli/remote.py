@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import httpx
 
 #: The commands that work with --server: each is one or two requests of the HTTP API v1.
-COMMANDS = frozenset({"audit", "cancel", "explain", "history", "list", "logs", "mark", "pause", "resume", "run",
-                      "show", "status", "token"})
+COMMANDS = frozenset({"alerts", "audit", "cancel", "explain", "history", "list", "logs", "mark", "pause", "resume",
+                      "run", "show", "status", "token"})
 PREFIX = "/api/v1"
 TIMEOUT = 60.0
 ERROR_SCHEMA = "etl-craft/error/1"

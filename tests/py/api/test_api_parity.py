@@ -101,6 +101,8 @@ def test_every_operation__cli_json_equals_api_json__and_no_secret_leaves(live: L
     # the audit, filtered, once nothing changes any more
     assert _api(live, "GET", "/api/v1/audit?pipeline_code=flow", bodies) == live.cli("audit", "--pipeline-code",
                                                                                        "flow")
+    assert _api(live, "GET", "/api/v1/alerts?pipeline_code=flow", bodies) == live.cli("alerts", "list",
+                                                                                        "--pipeline-code", "flow")
     log = live.call("GET", "/api/v1/attempts/1/log?offset=5", "viewer")
     whole = live.cli("logs", "--attempt-id", "1")["log"].encode()
     assert log.content == whole[5:] and int(log.headers["x-etl-craft-log-size"]) == len(whole)

@@ -54,6 +54,7 @@ READS: list[tuple[str, ...]] = [
     ("status", "--pipeline-code", "flow", "--run-id", "1"),
     ("explain", "--pipeline-code", "flow", "--run-id", "1", "--task-code", "report"),
     ("logs", "--attempt-id", "1"), ("audit", "--pipeline-code", "flow"),
+    ("alerts", "list", "--pipeline-code", "flow", "--status", "pending"),
 ]
 
 
