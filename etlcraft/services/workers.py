@@ -109,10 +109,12 @@ def list_workers(db: EngineDB) -> dict[str, Any]:
     """The etl-craft/workers/1 document: workers (those gone in the last day too), newest first, each with its slots
     in use per kind and seconds since its heartbeat; the queue depth of every pool and slot kind."""
     now = db.clock.now()
-    since = now - timedelta(hours=GONE_SHOWN_HOURS)
+    def stamp(moment: datetime) -> Any:
+        return moment if db.is_postgres else format_timestamp(moment)
+
     with db.read() as conn:
-        rows = fetch_all(db, conn, "workers_list", gone_since=since if db.is_postgres else format_timestamp(since))
-        queue = fetch_all(db, conn, "workers_queue_depth")
+        rows = fetch_all(db, conn, "workers_list", gone_since=stamp(now - timedelta(hours=GONE_SHOWN_HOURS)))
+        queue = fetch_all(db, conn, "workers_queue_depth", now=stamp(now))
     return {"schema": "etl-craft/workers/1", "workers": [_worker(r, now) for r in rows],
             "queue": [{"pool": q["pool"], "slot_kind": q["slot_kind"], "queued": int(q["queued"] or 0),
                        "due": int(q["due"] or 0)} for q in queue]}

@@ -40,7 +40,11 @@ SELECT w.WORKER_ID, w.WORKER_NAME, w.POOL, w.HOST, w.PID, w.VERSION, w.STATUS, w
  ORDER BY w.WORKER_ID DESC;
 
 -- name: workers_queue_depth :many
--- The queue of every pool and slot kind (AUD_V_QUEUE_DEPTH): attempts QUEUED, and of those the ones due now.
-SELECT q.POOL, q.SLOT_KIND, q.QUEUED, q.DUE
-  FROM {AUD_V_QUEUE_DEPTH} q
+-- The queue of every pool and slot kind: attempts QUEUED, and of those the ones due at :now (NOT_BEFORE passed).
+-- Read through the partial queue index (ix_attempts_queue), whatever the size of the attempts' history.
+SELECT q.POOL, q.SLOT_KIND, COUNT(*) AS QUEUED,
+       SUM(CASE WHEN q.NOT_BEFORE IS NULL OR q.NOT_BEFORE <= :now THEN 1 ELSE 0 END) AS DUE
+  FROM {AUD_TASK_ATTEMPTS} q
+ WHERE q.STATUS = 'QUEUED'
+ GROUP BY q.POOL, q.SLOT_KIND
  ORDER BY q.POOL, q.SLOT_KIND;

@@ -1,0 +1,159 @@
+"""`etl-craft worker` through real processes on the local PostgreSQL: it runs the queued attempts of a QUEUE pool
+end to end; SIGTERM drains (running attempts finish, nothing new is claimed); a worker killed with kill -9 is
+declared GONE by another worker's reap after 3 heartbeats and its attempt runs again there; a cancelled run
+reaches the worker and is acknowledged within one heartbeat; an Engine DB with other migrations, and SQLite, are
+refused before anything is recorded."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from etlcraft.cli.context import CliContext
+from etlcraft.core.actor import acting_as
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from tests.py.conftest import TEST_ACTOR, PgServer
+from tests.py.support.cli import descendants, descendants_alive, etl_craft, start_etl_craft
+from tests.py.support.project import Task, release, wait_for, write_project
+
+pytestmark = [pytest.mark.process, pytest.mark.postgres]
+
+POOL = "remote"
+FLOW = {"flow": [Task("a", {"hold": "a"}), Task("b", {"hold": "b"}), Task("c")]}
+POOL_MIGRATION = f"""INSERT INTO CFG_POOLS (POOL_NAME, PROVIDER) VALUES ('{POOL}', 'QUEUE');
+INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, 'POOL', '{POOL}'
+  FROM CFG_TASKS;
+"""
+
+
+@pytest.fixture
+def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    pg: PgServer = request.getfixturevalue("pg_server")
+    name = pg.create()
+    request.addfinalizer(lambda: pg.drop(name))
+    root = write_project(tmp_path / "p", pg.url_for(name), FLOW, [])
+    (root / "migrations" / "0002_remote_pool.sql").write_text(POOL_MIGRATION)
+    done = etl_craft("migrate", cwd=root)
+    assert done.code == 0, done.err
+    workers: list[subprocess.Popen[bytes]] = []
+    request.node.workers = workers
+    yield root
+    for worker in workers:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait(timeout=10)
+
+
+def start_worker(root: Path, request: pytest.FixtureRequest, name: str, *args: str,
+                 heartbeat: int = 1) -> subprocess.Popen[bytes]:
+    log = root / f"{name}.log"
+    worker = start_etl_craft("worker", "--pool", POOL, "--name", name, "--heartbeat-seconds", str(heartbeat),
+                             "--ingestion-slots", "2", "--warehouse-slots", "1", *args, cwd=root, log=log)
+    request.node.workers.append(worker)
+    wait_for(lambda: "serves pool" in log.read_text() or worker.poll() is not None, what=f"{name} to register")
+    assert worker.poll() is None, log.read_text()
+    return worker
+
+
+def engine(root: Path) -> EngineDB:
+    return CliContext.create(str(root), None, None).engine_db()
+
+
+def queue_run(root: Path, key: str = "manual:1") -> int:
+    """A new IN-PROGRESS run of `flow` with a QUEUED attempt of each task (in pool remote): as the overseer queues
+    them, through create_run and queue_attempt."""
+    db = engine(root)
+    try:
+        with acting_as(TEST_ACTOR), db.read() as conn:
+            pipeline_id, = conn.execute(sa.text("SELECT PIPELINE_ID FROM etl_craft.CFG_PIPELINES")).one()
+            tasks = [r[0] for r in conn.execute(sa.text("SELECT TASK_ID FROM etl_craft.CFG_TASKS ORDER BY TASK_ID"))]
+        with acting_as(TEST_ACTOR):
+            run_id = int(call(db, "create_run", pipeline_id=pipeline_id, run_key=key,
+                              run_date=date(2026, 1, 1))[0].pipeline_run_id)
+            for task_id in tasks:
+                call(db, "queue_attempt", run_id=run_id, task_id=task_id)
+        return run_id
+    finally:
+        db.dispose()
+
+
+def attempts(root: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each task's attempts, oldest first."""
+    db = engine(root)
+    try:
+        with db.read() as conn:
+            rows = conn.execute(sa.text(
+                "SELECT t.TASK_CODE, a.* FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG r"
+                " ON r.TASK_RUN_ID = a.TASK_RUN_ID JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = r.TASK_ID"
+                " ORDER BY a.ATTEMPT_ID")).mappings().all()
+    finally:
+        db.dispose()
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        found.setdefault(row["task_code"], []).append(dict(row))
+    return found
+
+
+def workers(root: Path) -> list[dict[str, Any]]:
+    done = etl_craft("workers", "list", "--format", "json", cwd=root)
+    assert done.code == 0, done.err
+    doc = json.loads(done.out)
+    assert doc["schema"] == "etl-craft/workers/1"
+    return list(doc["workers"])
+
+
+def statuses(root: Path) -> dict[str, list[str]]:
+    return {task: [a["status"] for a in rows] for task, rows in attempts(root).items()}
+
+
+def test_worker__queued_attempts_of_its_pool__run_end_to_end(project: Path, request: pytest.FixtureRequest) -> None:
+    worker = start_worker(project, request, "w1", "--ingestion-slots", "3")
+    queue_run(project)
+    wait_for(lambda: statuses(project) == {"a": ["RUNNING"], "b": ["RUNNING"], "c": ["SUCCESS"]},
+             what="the three to run on the worker at once")
+    release(project, "a")
+    release(project, "b")
+    wait_for(lambda: all(s == ["SUCCESS"] for s in statuses(project).values()), what="every attempt to succeed")
+    rows = attempts(project)
+    owners = {row[0]["owner_id"] for row in rows.values()}
+    (listed,) = workers(project)
+    assert (listed["name"], listed["pool"], listed["status"]) == ("w1", POOL, "ACTIVE")
+    assert {a["pool"] for r in rows.values() for a in r} == {POOL}
+    db = engine(project)
+    with db.read() as conn:
+        owner = conn.execute(sa.text("SELECT OWNER_ID FROM etl_craft.AUD_WORKERS")).scalar()
+    db.dispose()
+    assert owners == {owner}  # every attempt ran under the worker's owner id, each in its own process
+    assert len({row[0]["pid"] for row in rows.values()}) == 3
+    text = etl_craft("workers", "list", cwd=project)
+    assert "w1" in text.out and "ingestion [---] 0/3" in text.out and "remote" in text.out, text.out
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    assert workers(project)[0]["status"] == "GONE"
+
+
+def test_worker__sigterm__drains_running_attempts_and_claims_nothing_new(project: Path,
+                                                                         request: pytest.FixtureRequest) -> None:
+    worker = start_worker(project, request, "w1", "--ingestion-slots", "1")
+    queue_run(project)
+    wait_for(lambda: statuses(project) == {"a": ["RUNNING"], "b": ["QUEUED"], "c": ["QUEUED"]},
+             what="a to run on the one slot, b and c queued")
+    worker.send_signal(signal.SIGTERM)
+    wait_for(lambda: workers(project)[0]["status"] == "DRAINING", what="the worker to drain")
+    time.sleep(1.5)  # a heartbeat and more: a draining worker claims nothing, although b and c are due
+    assert statuses(project) == {"a": ["RUNNING"], "b": ["QUEUED"], "c": ["QUEUED"]}
+    release(project, "a")
+    assert worker.wait(timeout=30) == 0, (project / "w1.log").read_text()
+    assert statuses(project) == {"a": ["SUCCESS"], "b": ["QUEUED"], "c": ["QUEUED"]}
+    assert workers(project)[0]["status"] == "GONE"
+    assert "drained: every attempt it ran has ended" in (project / "w1.log").read_text()
