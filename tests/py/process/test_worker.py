@@ -7,6 +7,7 @@ refused before anything is recorded."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -22,6 +23,7 @@ from etlcraft.cli.context import CliContext
 from etlcraft.core.actor import acting_as
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
+from etlcraft.engine.migrations import migrate
 from tests.py.conftest import TEST_ACTOR, PgServer
 from tests.py.support.cli import descendants, descendants_alive, etl_craft, start_etl_craft
 from tests.py.support.project import Task, release, wait_for, write_project
@@ -30,8 +32,13 @@ pytestmark = [pytest.mark.process, pytest.mark.postgres]
 
 POOL = "remote"
 FLOW = {"flow": [Task("a", {"hold": "a"}), Task("b", {"hold": "b"}), Task("c")]}
+#: The pool, every task in it, and one retry at once (a lost attempt runs again on another worker).
 POOL_MIGRATION = f"""INSERT INTO CFG_POOLS (POOL_NAME, PROVIDER) VALUES ('{POOL}', 'QUEUE');
 INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, 'POOL', '{POOL}'
+  FROM CFG_TASKS;
+INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, 'RETRIES', '1'
+  FROM CFG_TASKS;
+INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, 'RETRY_DELAY_SECONDS', '0'
   FROM CFG_TASKS;
 """
 
@@ -157,3 +164,71 @@ def test_worker__sigterm__drains_running_attempts_and_claims_nothing_new(project
     assert statuses(project) == {"a": ["SUCCESS"], "b": ["QUEUED"], "c": ["QUEUED"]}
     assert workers(project)[0]["status"] == "GONE"
     assert "drained: every attempt it ran has ended" in (project / "w1.log").read_text()
+
+
+def test_worker__killed__declared_gone_by_another_and_its_attempts_retried_there(
+        project: Path, request: pytest.FixtureRequest) -> None:
+    first = start_worker(project, request, "w1", "--ingestion-slots", "3")
+    queue_run(project)
+    wait_for(lambda: statuses(project) == {"a": ["RUNNING"], "b": ["RUNNING"], "c": ["SUCCESS"]},
+             what="a and b to run on w1")
+    orphans = descendants(first.pid)
+    request.addfinalizer(lambda: [os.kill(pid, signal.SIGKILL) for pid in descendants_alive(orphans)])
+    start_worker(project, request, "w2", "--ingestion-slots", "3")
+    first.kill()
+    first.wait(timeout=10)
+    wait_for(lambda: statuses(project).get("a") == ["LOST", "RUNNING"] and
+             statuses(project).get("b") == ["LOST", "RUNNING"], timeout=20, what="w2 to reap w1 and run a and b again")
+    listed = {w["name"]: w for w in workers(project)}
+    assert listed["w1"]["status"] == "GONE"
+    assert "declared gone: missed 3 heartbeats (every 1 s)" in listed["w1"]["stop_reason"]
+    assert listed["w2"]["status"] == "ACTIVE"
+    rows = attempts(project)
+    assert "its worker" in rows["a"][0]["error_message"] and "missed 3 heartbeats" in rows["a"][0]["error_message"]
+    assert rows["a"][1]["owner_id"] != rows["a"][0]["owner_id"]
+    release(project, "a")
+    release(project, "b")
+    wait_for(lambda: statuses(project) == {"a": ["LOST", "SUCCESS"], "b": ["LOST", "SUCCESS"], "c": ["SUCCESS"]},
+             what="the retries to succeed on w2 (the orphans' late writes refused)")
+
+
+def test_worker__run_cancelled__stops_and_acknowledges_within_one_heartbeat(
+        project: Path, request: pytest.FixtureRequest) -> None:
+    start_worker(project, request, "w1", "--ingestion-slots", "3", heartbeat=2)
+    run_id = queue_run(project)
+    wait_for(lambda: statuses(project) == {"a": ["RUNNING"], "b": ["RUNNING"], "c": ["SUCCESS"]},
+             what="a and b to run")
+    pids = [rows[0]["pid"] for task, rows in attempts(project).items() if task in ("a", "b")]
+    done = etl_craft("cancel", "--pipeline-code", "flow", "--run-id", str(run_id), "--reason", "stop it", cwd=project)
+    assert done.code == 0, done.err
+    wait_for(lambda: statuses(project) == {"a": ["CANCELLED"], "b": ["CANCELLED"], "c": ["SUCCESS"]}, timeout=10,
+             what="the worker to acknowledge the cancellation")
+    for task in ("a", "b"):
+        row = attempts(project)[task][0]
+        assert row["cancel_acknowledged_at"] is not None
+        waited = (row["cancel_acknowledged_at"] - row["cancel_requested_at"]).total_seconds()
+        assert waited <= 2 + 1.0, f"{task}: acknowledged {waited:.2f} s after the request; heartbeat 2 s"
+    wait_for(lambda: not descendants_alive(pids), timeout=15, what="the cancelled task processes to end")
+    assert "cancelled: its task process is stopped" in (project / "w1.log").read_text()
+
+
+def test_worker__engine_db_with_other_migrations__refused(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    pg: PgServer = request.getfixturevalue("pg_server")
+    name = pg.create()
+    request.addfinalizer(lambda: pg.drop(name))
+    db = EngineDB(pg.url_for(name))
+    with acting_as(TEST_ACTOR):
+        migrate(db, up_to="0018")
+    db.dispose()
+    root = write_project(tmp_path / "p", pg.url_for(name), FLOW, [])
+    done = etl_craft("worker", "--pool", POOL, "--name", "old", cwd=root, timeout=30)
+    assert done.code == 5, done.err
+    assert "has ENGINE migrations up to 0018 (missing 0019)" in done.err
+    assert "run etl-craft migrate" in done.err
+
+
+def test_worker__sqlite_engine_db__refused(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "p", None, FLOW, [])
+    done = etl_craft("worker", "--pool", POOL, cwd=root, timeout=30)
+    assert done.code == 3, done.err
+    assert "etl-craft worker needs a PostgreSQL Engine DB" in done.err and "is SQLite" in done.err
