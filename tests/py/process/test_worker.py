@@ -16,6 +16,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -232,3 +233,47 @@ def test_worker__sqlite_engine_db__refused(tmp_path: Path) -> None:
     done = etl_craft("worker", "--pool", POOL, cwd=root, timeout=30)
     assert done.code == 3, done.err
     assert "etl-craft worker needs a PostgreSQL Engine DB" in done.err and "is SQLite" in done.err
+
+
+SLEEPY_TASK = f"""INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE, TARGET_OBJECT)
+  SELECT PIPELINE_ID, 'sleep', 'SQL', 'APPEND_TABLE', 'sleep.sql', 'public.slept' FROM CFG_PIPELINES;
+INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) SELECT TASK_ID, 'POOL', '{POOL}'
+  FROM CFG_TASKS;
+"""
+
+
+def sleeping_queries(url: str) -> list[int]:
+    """The backends of the warehouse that run the sleepy task's query now."""
+    with psycopg.connect(url) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(120)%'"
+            " AND pid <> pg_backend_pid()")]
+
+
+def test_worker__cancelled_postgresql_query__cancelled_on_the_server_and_logged(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    pg: PgServer = request.getfixturevalue("pg_server")
+    name = pg.create()
+    request.addfinalizer(lambda: pg.drop(name))
+    url = pg.url_for(name)
+    root = write_project(tmp_path / "p", url, {"sleepy": []}, [])
+    config = (root / "craft-connector.yml").read_text()
+    (root / "craft-connector.yml").write_text(config.replace(
+        "Warehouse:\n  dialect: duckdb\n  path: warehouse.duckdb\n", f"Warehouse:\n  dialect: postgresql\n  url: {url}\n"))
+    (root / "sql_files").mkdir()
+    (root / "sql_files" / "sleep.sql").write_text("SELECT q.x FROM (SELECT 1 AS x, pg_sleep(120) AS s) q\n")
+    (root / "migrations" / "0002_remote_pool.sql").write_text(
+        f"INSERT INTO CFG_POOLS (POOL_NAME, PROVIDER) VALUES ('{POOL}', 'QUEUE');\n" + SLEEPY_TASK)
+    done = etl_craft("migrate", cwd=root)
+    assert done.code == 0, done.err
+    request.node.workers = []
+    start_worker(root, request, "w1")
+    run_id = queue_run(root)
+    wait_for(lambda: bool(sleeping_queries(url)), what="the task's query to run in the warehouse")
+    done = etl_craft("cancel", "--pipeline-code", "sleepy", "--run-id", str(run_id), "--reason", "too slow", cwd=root)
+    assert done.code == 0, done.err
+    wait_for(lambda: statuses(root) == {"sleep": ["CANCELLED"]}, timeout=10, what="the cancellation")
+    wait_for(lambda: not sleeping_queries(url), timeout=10, what="the warehouse query to be cancelled")
+    log = Path(attempts(root)["sleep"][0]["log_path"])
+    wait_for(lambda: "the query was cancelled on the PostgreSQL server" in log.read_text(), timeout=10,
+             what="the attempt log to say the query was cancelled")
