@@ -61,8 +61,5 @@ def list_command(ctx: CliContext, output_format: str) -> None:
     """List the workers (those stopped in the last day too), newest first: pool, status (ACTIVE, DRAINING or
     GONE), host and pid, slots in use per kind as a bar, seconds since the last heartbeat; then the queue depth
     (queued and due) per pool and slot kind. Changes nothing."""
-    if ctx.remote:
-        doc = ctx.remote.get("/workers")
-    else:
-        doc = service.list_workers(ctx.existing_engine_db())
+    doc = ctx.remote.get("/workers") if ctx.remote else service.list_workers(ctx.existing_engine_db())
     emit_document(output_format, doc, service.render)

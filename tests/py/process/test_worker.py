@@ -258,8 +258,8 @@ def test_worker__cancelled_postgresql_query__cancelled_on_the_server_and_logged(
     url = pg.url_for(name)
     root = write_project(tmp_path / "p", url, {"sleepy": []}, [])
     config = (root / "craft-connector.yml").read_text()
-    (root / "craft-connector.yml").write_text(config.replace(
-        "Warehouse:\n  dialect: duckdb\n  path: warehouse.duckdb\n", f"Warehouse:\n  dialect: postgresql\n  url: {url}\n"))
+    duckdb, postgres = "  dialect: duckdb\n  path: warehouse.duckdb\n", f"  dialect: postgresql\n  url: {url}\n"
+    (root / "craft-connector.yml").write_text(config.replace(f"Warehouse:\n{duckdb}", f"Warehouse:\n{postgres}"))
     (root / "sql_files").mkdir()
     (root / "sql_files" / "sleep.sql").write_text("SELECT q.x FROM (SELECT 1 AS x, pg_sleep(120) AS s) q\n")
     (root / "migrations" / "0002_remote_pool.sql").write_text(
