@@ -79,7 +79,8 @@ def etl_craft(project: Path, *args: str) -> float:
     done = subprocess.run([sys.executable, "-m", "etlcraft", *args], cwd=project, env=_environ(),
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"etl-craft {' '.join(args)} exited {done.returncode}; expected 0:\n{done.stdout}{done.stderr}")
+        raise SystemExit(f"etl-craft {' '.join(args)} exited {done.returncode}; expected 0:\n"
+                         f"{done.stdout}{done.stderr}")
     return time.perf_counter() - started
 
 
@@ -93,9 +94,9 @@ def write_project(root: Path, engine_url: str, fanout: int, slots: int) -> Path:
     (root / "migrations").mkdir()
     fan = [f"INSERT INTO CFG_TASKS (PIPELINE_ID, TASK_CODE, HANDLER, SCRIPT_FILE) SELECT PIPELINE_ID, 'fan_t{n:04d}',"
            " 'PYTHON', 'noop.py' FROM CFG_PIPELINES WHERE PIPELINE_CODE = 'fanout';" for n in range(1, fanout + 1)]
-    fan += ["INSERT INTO CFG_TASK_DEPENDENCY (TASK_ID, DEPENDS_ON_TASK_ID, DEPENDENCY_TYPE) SELECT t.TASK_ID, u.TASK_ID,"
-            " 'SUCCESS' FROM CFG_TASKS t, CFG_TASKS u WHERE t.TASK_CODE LIKE 'fan_t%' AND t.TASK_CODE <> 'fan_t0001'"
-            " AND u.TASK_CODE = 'fan_t0001';"]
+    fan += ["INSERT INTO CFG_TASK_DEPENDENCY (TASK_ID, DEPENDS_ON_TASK_ID, DEPENDENCY_TYPE) SELECT t.TASK_ID,"
+            " u.TASK_ID, 'SUCCESS' FROM CFG_TASKS t, CFG_TASKS u WHERE t.TASK_CODE LIKE 'fan_t%'"
+            " AND t.TASK_CODE <> 'fan_t0001' AND u.TASK_CODE = 'fan_t0001';"]
     (root / "migrations" / "0001_bench.sql").write_text(METADATA + "\n".join(fan) + "\n")
     return root
 
@@ -124,7 +125,8 @@ def seed(dsn: str, attempts: int) -> None:
         conn.execute("""
             INSERT INTO etl_craft.aud_task_run_log (pipeline_run_id, task_id, status, attempt_count, start_date)
             SELECT %(run)s, task_id, 'IN-PROGRESS', 1, now() FROM etl_craft.cfg_tasks
-             WHERE pipeline_id = %(p)s ORDER BY task_id LIMIT %(n)s""", {"run": run[0], "p": pipeline[0], "n": attempts})
+             WHERE pipeline_id = %(p)s ORDER BY task_id LIMIT %(n)s""",
+                     {"run": run[0], "p": pipeline[0], "n": attempts})
         conn.execute("""
             INSERT INTO etl_craft.aud_task_attempts (task_run_id, pipeline_run_id, attempt_number, status, pool,
               slot_kind, queued_at, requested_by, requested_by_kind)
