@@ -188,7 +188,8 @@ def test_queue_pools_are_notified_when_attempts_are_queued_and_end(pg_db: Engine
     attempts.run("local"), attempts.run("remote")
     with pg_db.write() as conn:  # the remote task may be retried once
         conn.execute(sa.text("INSERT INTO etl_craft.CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME,"
-                             " PARAMETER_VALUE) VALUES (:t, 'RETRIES', '1')"), {"t": attempts.task_id("ingest", "remote")})
+                             " PARAMETER_VALUE) VALUES (:t, 'RETRIES', '1')"),
+                     {"t": attempts.task_id("ingest", "remote")})
     dsn = pg_db.url.set(drivername="postgresql").render_as_string(hide_password=False)
     with psycopg.connect(dsn, autocommit=True) as listener:
         listener.execute("LISTEN etl_craft_queue")
