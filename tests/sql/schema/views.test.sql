@@ -3,7 +3,7 @@
 -- types in order, each view and each column commented with its spec text, read-only; and each lists the rows of a
 -- history written through the write API (etl_test.views_history, helpers_views.sql).
 BEGIN;
-SELECT plan(22);
+SELECT plan(24);
 
 SELECT views_are('etl_craft', ARRAY(SELECT view_name FROM etl_test.spec_views),
                  'etl_craft has exactly the views of sql/views.yaml');
