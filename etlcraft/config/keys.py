@@ -367,7 +367,7 @@ KEYS: tuple[Key, ...] = (
         pattern_meaning="a URL such as file:///srv/etl-craft/artifacts"),
     Key("Artifacts", "Cache_dir", KeyType.PATH,
         "The folder bundles are materialized in, one subfolder per bundle id (every file's hash is verified on "
-        "use). Not set: $ETLCRAFT_BUNDLE_CACHE, else ~/.cache/etl-craft/bundles."),
+        "use). Not set: $ETL_CRAFT_BUNDLE_CACHE, else ~/.cache/etl-craft/bundles."),
     Key(
         "Orchestration",
         "Project",

@@ -29,7 +29,7 @@ from etlcraft.core.errors import ConfigurationError
 
 SQL_DIR, SCRIPTS_DIR = "sql_files", "ingestion_scripts"
 #: The environment variable that moves the cache (tests; hosts whose home is read-only).
-CACHE_ENV = "ETLCRAFT_BUNDLE_CACHE"
+CACHE_ENV = "ETL_CRAFT_BUNDLE_CACHE"
 _CHUNK = 1 << 20
 
 
@@ -166,7 +166,7 @@ def open_store(url: str) -> FileStore:
 
 
 def cache_root(config: ProjectConfig | None) -> Path:
-    """Where bundles are materialized: Artifacts.Cache_dir, else $ETLCRAFT_BUNDLE_CACHE, else
+    """Where bundles are materialized: Artifacts.Cache_dir, else $ETL_CRAFT_BUNDLE_CACHE, else
     ~/.cache/etl-craft/bundles."""
     if config is not None and config.artifacts is not None and config.artifacts.cache_dir is not None:
         return config.artifacts.cache_dir
@@ -187,6 +187,7 @@ class Materialized:
 def materialize(bundle_id: int, manifest: Manifest, store: FileStore, root: Path) -> Materialized:
     """Make `root`/<bundle_id> hold exactly the manifest's files, every hash verified."""
     folder = root / str(bundle_id)
+    fresh = not folder.is_dir()  # a first materialization fetches every file: nothing is missing yet
     refetched = []
     for relative, digest in sorted(manifest.files.items()):
         target = folder / relative
@@ -195,7 +196,7 @@ def materialize(bundle_id: int, manifest: Manifest, store: FileStore, root: Path
             if found == digest:
                 continue
             refetched.append(f"{relative} (cached copy has SHA-256 {found}, expected {digest})")
-        elif folder.is_dir():
+        elif not fresh:
             refetched.append(f"{relative} (missing from the cache)")
         store.fetch(digest, target, f"bundle {bundle_id}, file {relative}")
         found = sha256_of(target)
