@@ -101,8 +101,8 @@ def build_manifest(project_dir: Path) -> Manifest:
     for relative in project_files(project_dir):
         path = project_dir / relative
         if not path.is_file():
-            raise ConfigurationError(f"{path} does not exist; a bundle holds the project's {CONFIG_FILE}: run etl-craft "
-                                     "bundle publish in a project folder, or pass --project DIR")
+            raise ConfigurationError(f"{path} does not exist; a bundle holds the project's {CONFIG_FILE}: run "
+                                     "etl-craft bundle publish in a project folder, or pass --project DIR")
         files[relative.as_posix()] = sha256_of(path)
         sizes[relative.as_posix()] = path.stat().st_size
     return Manifest(files, sizes)
@@ -224,8 +224,10 @@ def missing_imports(scripts_dir: Path) -> list[MissingImport]:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                [node.module] if node.level == 0 and node.module else []
             for name in names:
                 top = name.split(".")[0]
                 if top not in sys.builtin_module_names and _absent(top):

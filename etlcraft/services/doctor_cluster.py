@@ -31,6 +31,11 @@ def budget_check(db: EngineDB, server_pool: int) -> Check:
         workers = _worker_pools(db, conn)
         tasks = int(conn.execute(sa.text(f"SELECT count(*) FROM {db.qualify('AUD_TASK_ATTEMPTS')}"
                                          " WHERE STATUS IN ('CLAIMED', 'RUNNING')")).scalar() or 0)
+    return budget_verdict(server_pool, workers, tasks, limit)
+
+
+def budget_verdict(server_pool: int, workers: list[int], tasks: int, limit: int) -> Check:
+    """The budget check from its figures: each worker's pool, the attempts holding a connection, max_connections."""
     total = server_pool + sum(workers) + tasks
     detail = (f"{total} of max_connections {limit} ({100 * total / limit:.0f}%): server pool {server_pool} + "
               f"{len(workers)} active worker(s) {sum(workers)} (2 + slots/8 each) + {tasks} task attempt(s) "
@@ -48,7 +53,12 @@ def _worker_pools(db: EngineDB, conn: sa.Connection) -> list[int]:
         return []
     rows = conn.execute(sa.text(f"SELECT INGESTION_SLOTS, WAREHOUSE_SLOTS FROM {db.qualify('AUD_WORKERS')}"
                                 " WHERE STATUS = 'ACTIVE'")).all()
-    return [WORKER_BASE + math.ceil(((a or 0) + (b or 0)) / SLOTS_PER_CONNECTION) for a, b in rows]
+    return [worker_pool(a or 0, b or 0) for a, b in rows]
+
+
+def worker_pool(ingestion_slots: int, warehouse_slots: int) -> int:
+    """A worker's Engine DB connections: 2, plus one per 8 slots (rounded up)."""
+    return WORKER_BASE + math.ceil((ingestion_slots + warehouse_slots) / SLOTS_PER_CONNECTION)
 
 
 def worker_imports_check(db: EngineDB, config: ProjectConfig | None) -> Check:

@@ -113,3 +113,13 @@ def test_missing_imports__lists_what_cannot_be_found__never_runs_the_script(tmp_
         "raise SystemExit('the script was run')\n")
     found = [(m.script, m.line, m.module) for m in missing_imports(scripts)]
     assert found == [("load.py", 2, "no_such_module_xyz"), ("load.py", 5, "another_missing_pkg")]
+
+
+def test_budget_verdict__warns_above_80_percent_of_max_connections() -> None:
+    from etlcraft.services.doctor_cluster import budget_verdict, worker_pool
+
+    assert [worker_pool(4, 16), worker_pool(1, 0), worker_pool(8, 8)] == [5, 3, 4]
+    ok = budget_verdict(10, [5, 3], 62, 100)
+    assert ok.status == "ok" and ok.detail.startswith("80 of max_connections 100 (80%)")
+    warned = budget_verdict(10, [5, 3], 63, 100)
+    assert warned.status == "warn" and "above 80%" in warned.detail and "PgBouncer" in (warned.remedy or "")
