@@ -3,6 +3,8 @@ that new runs pin (etlcraft.engine.bundles; record_bundle in sql/functions/039_b
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +16,7 @@ from etlcraft.engine.bundles import build_manifest, open_store
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all
-from etlcraft.services.values import as_time, document, plain
+from etlcraft.services.values import as_time, plain
 
 
 @dataclass(frozen=True)
@@ -77,12 +79,12 @@ def _view(row: dict[str, Any]) -> BundleView:
 
 
 def published_json(published: Published) -> dict[str, Any]:
-    """etl-craft/bundle-published/1"""
+    """`etl-craft bundle publish`: etl-craft/bundle-published/1 (docs/reference/json.md)."""
     return {"schema": "etl-craft/bundle-published/1", "project": published.project, "created": published.created,
-            "uploaded": published.uploaded, "bundle": plain(document("etl-craft/bundle/1", published.bundle))}
+            "uploaded": published.uploaded, "bundle": plain(dataclasses.asdict(published.bundle))}
 
 
 def list_json(project: str, bundles: tuple[BundleView, ...]) -> dict[str, Any]:
-    """etl-craft/bundles/1"""
+    """`etl-craft bundle list`: etl-craft/bundles/1, newest first (docs/reference/json.md)."""
     return {"schema": "etl-craft/bundles/1", "project": project,
-            "bundles": [document("etl-craft/bundle/1", b) for b in bundles]}
+            "bundles": [plain(dataclasses.asdict(b)) for b in bundles]}

@@ -65,7 +65,8 @@ STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --fin
                   "run --rerun --init-only", "token create", "token list", "token revoke")
 SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
 HERMETIC = ("test",)  # the test report, checked by tests/py/testing
-FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED, *HERMETIC}
+BUNDLES = ("bundle publish", "bundle list")  # need an artifact store: checked by tests/py/process/test_bundles.py
+FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED, *HERMETIC, *BUNDLES}
 
 
 # --- the page ---------------------------------------------------------------------------------------------------

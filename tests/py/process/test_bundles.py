@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
+from tests.py.cli.test_json_documents import check
 from tests.py.support.cli import etl_craft, start_etl_craft
 from tests.py.support.project import WORK_SCRIPT, release, run_logs, wait_for
 
@@ -47,10 +49,20 @@ def _project(tmp_path: Path, engine_url: str | None = None) -> Path:
     return root
 
 
-def _publish(project: Path) -> dict[str, object]:
+def _publish(project: Path) -> dict[str, Any]:
     done = etl_craft("bundle", "publish", "--format", "json", cwd=project)
     assert done.code == 0, done.out + done.err
-    return json.loads(done.out)
+    doc: dict[str, Any] = json.loads(done.out)
+    check("bundle publish", doc)  # the document docs/reference/json.md describes
+    return doc
+
+
+def _list(project: Path) -> dict[str, Any]:
+    done = etl_craft("bundle", "list", "--format", "json", cwd=project)
+    assert done.code == 0, done.out + done.err
+    doc: dict[str, Any] = json.loads(done.out)
+    check("bundle list", doc)
+    return doc
 
 
 def _target(project: Path) -> str:
@@ -80,10 +92,10 @@ def test_a_sql_file_edited_mid_run__the_later_task_runs_the_published_text__a_ne
     assert parent.wait(120) == 0, (tmp_path / "run1.log").read_text()
     assert _target(project) == "published first"
     again = _publish(project)
-    assert again["created"] is True and again["bundle"]["bundle_id"] == 2  # type: ignore[index]
+    assert again["created"] is True and again["bundle"]["bundle_id"] == 2
     assert _run(project) == 0
     assert _target(project) == "edited mid-run"
-    listed = json.loads(etl_craft("bundle", "list", "--format", "json", cwd=project).out)
+    listed = _list(project)
     assert [(b["bundle_id"], b["run_count"]) for b in listed["bundles"]] == [(2, 1), (1, 1)]
 
 
@@ -100,8 +112,8 @@ def test_a_corrupted_cached_file__the_next_attempt_fetches_it_again__a_damaged_s
     assert _target(project) == "published first" and cached.read_text() == "SELECT 'published first' AS version"
     logs = "".join(p.read_text() for p in run_logs(project, "pin", 2).glob("first.*.log"))
     assert "bundle 1: fetched again from the artifact store and verified: sql_files/later.sql" in logs
-    listed = json.loads(etl_craft("bundle", "list", "--format", "json", cwd=project).out)
-    assert [b["manifest_sha256"] for b in listed["bundles"]] == [published["bundle"]["manifest_sha256"]]  # type: ignore[index]
+    listed = _list(project)
+    assert [b["manifest_sha256"] for b in listed["bundles"]] == [published["bundle"]["manifest_sha256"]]
     for stored in (tmp_path / "store" / "sha256").rglob("*"):
         if stored.is_file() and stored.read_text() == "SELECT 'published first' AS version":
             stored.write_text("SELECT 'changed in the store' AS version")

@@ -123,3 +123,19 @@ def test_budget_verdict__warns_above_80_percent_of_max_connections() -> None:
     assert ok.status == "ok" and ok.detail.startswith("80 of max_connections 100 (80%)")
     warned = budget_verdict(10, [5, 3], 63, 100)
     assert warned.status == "warn" and "above 80%" in warned.detail and "PgBouncer" in (warned.remedy or "")
+
+
+def test_artifacts_section__read__and_a_bundled_config_keeps_the_working_folder_paths(tmp_path: Path) -> None:
+    from etlcraft.config.loader import load_config
+
+    working, bundle = tmp_path / "work", tmp_path / "bundle"
+    working.mkdir()
+    bundle.mkdir()
+    (working / "craft-connector.yml").write_text(CONFIG)
+    (bundle / "craft-connector.yml").write_text(
+        CONFIG + "Artifacts:\n  Store: file:///srv/artifacts\n  Cache_dir: cache\n")
+    assert load_config(working).artifacts is None
+    config = load_config(working, bundle / "craft-connector.yml")
+    assert config.artifacts is not None and config.artifacts.store == "file:///srv/artifacts"
+    assert config.artifacts.cache_dir == working / "cache" and cache_root(config) == working / "cache"
+    assert config.project_dir == working and config.warehouse.path == working / "w.duckdb"
