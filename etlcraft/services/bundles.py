@@ -4,7 +4,6 @@ that new runs pin (etlcraft.engine.bundles; record_bundle in sql/functions/039_b
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any

@@ -82,7 +82,7 @@ class Section:
 _FORMS_HEADING = re.compile(r"^## ((?:`[^`]+`(?:, )?)+)$")
 _SCHEMA = re.compile(r"^Schema: `(etl-craft/[a-z-]+/\d+)`")
 _PATH = re.compile(r"^\*\*`([a-z_\[\].]+)`\*\*")
-_ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|\s*([^|]+?)\s*\|")
+_ROW = re.compile(r"^\|\s*`([a-z0-9_]+)`\s*\|\s*([^|]+?)\s*\|")
 
 
 def _sections() -> dict[str, Section]:
