@@ -77,6 +77,21 @@ ATTEMPT_TERMINAL: tuple[AttemptStatus, ...] = (
 
 
 @unique
+class WorkerStatus(StrEnum):
+    """The statuses of the entity WORKER (AUD_WORKERS.STATUS)."""
+
+    ACTIVE = "ACTIVE"
+    DRAINING = "DRAINING"
+    GONE = "GONE"
+
+
+#: The statuses that end a row of the entity WORKER (state_machine.yaml `terminal`).
+WORKER_TERMINAL: tuple[WorkerStatus, ...] = (
+    WorkerStatus.GONE,
+)
+
+
+@unique
 class TriggerKind(StrEnum):
     """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
 
@@ -291,11 +306,20 @@ class DeliveryStatus(StrEnum):
     FAILED = "FAILED"
 
 
+@unique
+class PoolProvider(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    LOCAL = "LOCAL"
+    QUEUE = "QUEUE"
+
+
 #: Every enum above by the name state_machine.yaml gives it.
 ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
     "TaskRunStatus": TaskRunStatus,
     "AttemptStatus": AttemptStatus,
+    "WorkerStatus": WorkerStatus,
     "TriggerKind": TriggerKind,
     "ActorKind": ActorKind,
     "GateResult": GateResult,
@@ -319,4 +343,5 @@ ENUMS: dict[str, type[StrEnum]] = {
     "TokenRole": TokenRole,
     "AlertKind": AlertKind,
     "DeliveryStatus": DeliveryStatus,
+    "PoolProvider": PoolProvider,
 }
