@@ -74,3 +74,26 @@ def test_create_scheduled_runs__pin_the_latest_bundle(engine_db: EngineDB) -> No
                          "skip_reason": None, "catching_up": False}])
     [row] = call(engine_db, "create_scheduled_runs", ticks=ticks)
     assert _pinned(engine_db, int(row.pipeline_run_id)) == bundle
+
+
+@pytest.mark.postgres
+def test_budget_check__counts_the_server_pool_each_active_worker_and_live_attempts(pg_url: str) -> None:
+    """S5.H: the server's pool, 2 + slots/8 (rounded up) per ACTIVE worker of AUD_WORKERS, one per attempt CLAIMED or
+    RUNNING; a worker that is GONE holds none."""
+    from etlcraft.core.actor import acting_as
+    from etlcraft.services.doctor_cluster import budget_check
+    from tests.py.conftest import TEST_ACTOR
+    from tests.py.conformance.test_workers import queue_pool, register
+
+    db = EngineDB(pg_url)
+    try:
+        with acting_as(TEST_ACTOR):
+            queue_pool(db)
+            register(db, "w-a:1:1:aa", ingestion_slots=4, warehouse_slots=16)  # 2 + ceil(20 / 8) = 5
+            gone = register(db, "w-b:2:2:bb", ingestion_slots=1, warehouse_slots=0)
+            call(db, "stop_worker", worker_id=gone, owner_id="w-b:2:2:bb", reason="test")
+        check = budget_check(db, 10)
+    finally:
+        db.dispose()
+    assert check.status == "ok", check
+    assert "15 of max_connections" in check.detail and "server pool 10 + 1 active worker(s) 5" in check.detail
