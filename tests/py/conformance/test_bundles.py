@@ -82,8 +82,8 @@ def test_budget_check__counts_the_server_pool_each_active_worker_and_live_attemp
     RUNNING; a worker that is GONE holds none."""
     from etlcraft.core.actor import acting_as
     from etlcraft.services.doctor_cluster import budget_check
-    from tests.py.conftest import TEST_ACTOR
     from tests.py.conformance.test_workers import queue_pool, register
+    from tests.py.conftest import TEST_ACTOR
 
     db = EngineDB(pg_url)
     try:
