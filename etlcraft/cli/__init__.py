@@ -23,6 +23,7 @@ COMMANDS = {
     "alerts": "etlcraft.cli.alerts:command",
     "api": "etlcraft.cli.api:command",
     "audit": "etlcraft.cli.audit:command",
+    "bundle": "etlcraft.cli.bundle:command",
     "cancel": "etlcraft.cli.control:cancel",
     "doctor": "etlcraft.cli.doctor:command",
     "engine": "etlcraft.cli.engine:group",

@@ -161,6 +161,8 @@ SECTIONS: tuple[Section, ...] = (
         "How runs are scheduled, retried, leased and stopped. Every key is optional, so the section is too.",
     ),
     Section("Alerts", False, "The channels alert rules (CFG_ALERT_RULES) deliver to, and how deliveries are retried."),
+    Section("Artifacts", False, "Where etl-craft bundle publish uploads a project's files, and where task processes "
+            "keep the bundles they run (guides/bundles.md). Without it runs use the working folder."),
 )
 
 
@@ -358,6 +360,14 @@ KEYS: tuple[Key, ...] = (
         "them to the next one after this.", default=120, minimum=10, maximum=86400),
     Key("Alerts", "timeout_seconds", KeyType.INTEGER,
         "How long one delivery attempt may take (connecting and sending).", default=10, minimum=1, maximum=300),
+    Key("Artifacts", "Store", KeyType.TEXT,
+        "The artifact store bundles are uploaded to and fetched from: file:// and the absolute path of a folder "
+        "every host that runs tasks can read (a shared mount). etl-craft bundle publish writes each file once, "
+        "named by its SHA-256.", required=True, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^\x00-\x1f\x7f]+$",
+        pattern_meaning="a URL such as file:///srv/etl-craft/artifacts"),
+    Key("Artifacts", "Cache_dir", KeyType.PATH,
+        "The folder bundles are materialized in, one subfolder per bundle id (every file's hash is verified on "
+        "use). Not set: $ETL_CRAFT_BUNDLE_CACHE, else ~/.cache/etl-craft/bundles."),
     Key(
         "Orchestration",
         "Project",

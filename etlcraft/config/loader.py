@@ -51,6 +51,7 @@ __all__ = [
     "SECRET_QUERY_KEYS",
     "WAREHOUSE_DIALECTS",
     "AlertsConfig",
+    "ArtifactsConfig",
     "Connection",
     "EmailConfig",
     "OrchestrationConfig",
@@ -133,6 +134,14 @@ class _HasSecret(Protocol):
 
 
 @dataclass(frozen=True)
+class ArtifactsConfig:
+    """Where bundles are published and cached (section Artifacts; etlcraft.engine.bundles reads it)."""
+
+    store: str
+    cache_dir: Path | None
+
+
+@dataclass(frozen=True)
 class ProjectConfig:
     project_dir: Path
     engine: Connection
@@ -142,6 +151,7 @@ class ProjectConfig:
     email: EmailConfig | None = None
     env: Mapping[str, str] = field(repr=False, compare=False, default_factory=dict)
     alerts: AlertsConfig | None = None
+    artifacts: ArtifactsConfig | None = None
 
     def secret_value(self, holder: _HasSecret) -> str | None:
         """The password named by `holder.secret` (a Connection or the EmailConfig), read from its variable now:
@@ -224,10 +234,11 @@ def resolve_variable(name: str, env: Mapping[str, str], project_dir: Path) -> st
     return value
 
 
-def load_config(project_dir: Path) -> ProjectConfig:
-    """Load and check `project_dir`/craft-connector.yml."""
+def load_config(project_dir: Path, config_file: Path | None = None) -> ProjectConfig:
+    """Load and check `project_dir`/craft-connector.yml; or `config_file` (the copy a pinned bundle holds), its
+    relative paths and its .env still those of `project_dir`."""
     project_dir = project_dir.absolute()
-    path = project_dir / CONFIG_FILE
+    path = config_file or project_dir / CONFIG_FILE
     if not path.is_file():
         raise ConfigurationError(
             f"{path} does not exist; create a project with etl-craft init DIR, or pass --project DIR"
@@ -268,12 +279,16 @@ def load_config(project_dir: Path) -> ProjectConfig:
     if "Alerts" in raw:
         normalized["Alerts"] = _settings("Alerts", raw["Alerts"], nodes)
         alerts = _build(AlertsConfig, "Alerts", normalized["Alerts"], project_dir)
+    artifacts = None
+    if "Artifacts" in raw:
+        normalized["Artifacts"] = _settings("Artifacts", raw["Artifacts"], nodes)
+        artifacts = _build(ArtifactsConfig, "Artifacts", normalized["Artifacts"], project_dir)
     normalized["Orchestration"] = _settings("Orchestration", raw.get("Orchestration", {}), nodes)
     orchestration = _build(OrchestrationConfig, "Orchestration", normalized["Orchestration"], project_dir)
     env = read_env_file(project_dir / ENV_FILE)
     sha256 = _fingerprint(normalized)
     log.debug("loaded %s (sections %s; CONFIG_SHA256 %s)", path, ", ".join(map(str, raw)), sha256)
-    return ProjectConfig(project_dir, engine, warehouse, sha256, orchestration, email, env, alerts)
+    return ProjectConfig(project_dir, engine, warehouse, sha256, orchestration, email, env, alerts, artifacts)
 
 
 # ------------------------------------------------------------------------------------------------ sections

@@ -158,7 +158,7 @@ def _script_task(ctx: TaskContext, warehouse: Warehouse, label: str) -> ScriptTa
         pipeline_id=ctx.pipeline_id, pipeline_code=ctx.pipeline_code, pipeline_run_id=ctx.pipeline_run_id,
         task_run_id=ctx.task_run_id, attempt_id=ctx.attempt_id, task_code=ctx.task_code, run_date=ctx.run_date,
         parameters=ctx.parameters, input_params=inputs, last_offset=last_offset, warehouse=warehouse,
-        logger=logging.getLogger(f"etlcraft.script.{ctx.task_code}"), project_dir=ctx.project_dir,
+        logger=logging.getLogger(f"etlcraft.script.{ctx.task_code}"), project_dir=ctx.config.project_dir,
     )
 
 

@@ -44,11 +44,19 @@ class DoctorReport:
         return all(c.status != FAIL for c in self.checks)
 
 
-def doctor(db: EngineDB, sqlite_path: Path | None = None, config: ProjectConfig | None = None) -> DoctorReport:
-    """The Engine DB's checks, then (with the project's `config`) the Email section's."""
+def doctor(db: EngineDB, sqlite_path: Path | None = None, config: ProjectConfig | None = None,
+           worker: bool = False) -> DoctorReport:
+    """The Engine DB's checks (with its connection budget on PostgreSQL), then (with the project's `config`) the
+    Email section's; with `worker`, the imports of the ingestion scripts this interpreter cannot find."""
+    from etlcraft.services.doctor_cluster import DEFAULT_POOL, budget_check, worker_imports_check  # uses Check
+
     report = _engine_doctor(db, sqlite_path)
+    if db.is_postgres and report.healthy:
+        report.checks.append(budget_check(db, config.orchestration.db_pool_size if config else DEFAULT_POOL))
     if config is not None:
         report.checks.extend(email_checks(config))
+    if worker:
+        report.checks.append(worker_imports_check(db, config))
     return report
 
 

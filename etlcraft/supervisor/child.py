@@ -19,12 +19,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from etlcraft.config.loader import load_config
+from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.enums import ActorKind
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, process_start
+from etlcraft.engine.bundles import Manifest, cache_root, materialize, open_store
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
@@ -167,14 +168,35 @@ def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
                       for r in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"])}
     run_date = row["run_date"] if isinstance(row["run_date"], date) else date.fromisoformat(row["run_date"])
     offset = Offset(row["offset_value"], row["offset_type"]) if row["offset_value"] is not None else None
+    project_dir, config = _project_files(db, request)
     return TaskContext(
-        project_dir=Path(request.project_dir), config=load_config(Path(request.project_dir)),
+        project_dir=project_dir, config=config,
         pipeline_id=row["pipeline_id"], pipeline_code=row["pipeline_code"], pipeline_run_id=row["pipeline_run_id"],
         run_date=run_date, task_id=row["task_id"], task_code=row["task_code"], task_run_id=row["task_run_id"],
         attempt_id=request.attempt_id, handler=row["handler"], action=row["action"], sql_file=row["sql_file"],
         script_file=row["script_file"], target_object=row["target_object"], parameters=parameters,
         last_offset=offset, force=row["task_id"] in request.forced_task_ids,
     )
+
+
+def _project_files(db: EngineDB, request: ChildRequest) -> tuple[Path, ProjectConfig]:
+    """Where the task's files are read from, and its configuration: the bundle its run pinned (S5.F), materialized
+    in the cache with every hash verified, and its craft-connector.yml (relative paths and .env still the working
+    folder's); the working folder itself when the run pinned none."""
+    working = Path(request.project_dir)
+    with db.read() as conn:
+        row = fetch_one(db, conn, "attempt_bundle", attempt_id=request.attempt_id)
+    local = load_config(working) if row is None or (working / CONFIG_FILE).is_file() else None
+    if row is None:
+        assert local is not None
+        return working, local
+    bundle_id = int(row["bundle_id"])
+    done = materialize(bundle_id, Manifest.parse(row["manifest"], bundle_id), open_store(row["store_url"]),
+                       cache_root(local))
+    for repaired in done.refetched:
+        print(f"etl-craft: bundle {bundle_id}: fetched again from the artifact store and verified: {repaired}",
+              flush=True)
+    return done.path, load_config(working, done.path / CONFIG_FILE)
 
 
 def _dispatch(context: TaskContext, db: EngineDB, owner_id: str) -> HandlerResult:

@@ -10,6 +10,8 @@
 --   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
 --   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for
 --   its tasks that set no RETRIES, RETRY_DELAY_SECONDS or RETRY_BACKOFF parameter; NULL: the built-in defaults.
+--   A new run pins its project's latest bundle (BUNDLE_ID; NULL when the project has published none): every attempt of
+--   the run runs the files of that bundle.
 --   A run created IN-PROGRESS starts without admit_run, so it never skips its pipeline gate silently: when the pipeline
 --   has active pipeline dependencies, the call is refused unless bypass_reason is given, and then every dependency is
 --   recorded BYPASSED in AUD_GATE_DECISIONS with the actor and the reason (as admit_run's bypass records it). Create
@@ -105,7 +107,7 @@ BEGIN
   END IF;
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, START_DATE, CONFIG_SHA256, STARTED_BY,
-     STARTED_BY_KIND, REASON, DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF)
+     STARTED_BY_KIND, REASON, DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF, BUNDLE_ID)
   VALUES (p_pipeline_id, p_run_key,
           COALESCE(p_trigger_kind,
                    CASE WHEN substr(p_run_key, 1, 13) = 'orchestrator:' THEN 'ORCHESTRATOR'
@@ -113,7 +115,10 @@ BEGIN
           p_run_date,
           p_status, v_now, CASE WHEN p_status = 'IN-PROGRESS' THEN v_now END,
           p_config_sha256, etl_craft._actor(), etl_craft._actor_kind(), p_reason,
-          p_retries, p_retry_delay_seconds, p_retry_backoff)
+          p_retries, p_retry_delay_seconds, p_retry_backoff,
+          -- the bundle the run pins: its project's latest (etl-craft bundle publish), none when it has none
+          (SELECT max(b.BUNDLE_ID) FROM etl_craft.AUD_PROJECT_BUNDLES b JOIN etl_craft.CFG_PIPELINES q ON q.PROJECT_ID = b.PROJECT_ID
+            WHERE q.PIPELINE_ID = p_pipeline_id))
   ON CONFLICT DO NOTHING
   RETURNING PIPELINE_RUN_ID INTO v_run_id;
   -- nothing inserted and no run with this key: another run of the pipeline became IN-PROGRESS meanwhile

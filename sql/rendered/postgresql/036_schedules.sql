@@ -96,10 +96,12 @@ BEGIN
        AS x(ord bigint, pipeline_id bigint, run_key text, run_date date, skip_reason text, catching_up boolean)) t JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_ID = t.pipeline_id AND r.RUN_KEY = t.run_key;
   INSERT INTO etl_craft.AUD_PIPELINES_RUN_LOG
     (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QUEUED_AT, CONFIG_SHA256, STARTED_BY, STARTED_BY_KIND,
-     DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF)
+     DEFAULT_RETRIES, DEFAULT_RETRY_DELAY_SECONDS, DEFAULT_RETRY_BACKOFF, BUNDLE_ID)
   SELECT t.pipeline_id, t.run_key, 'SCHEDULE', t.run_date, 'QUEUED', v_now, p_config_sha256,
          etl_craft._actor(), etl_craft._actor_kind(), p_retries, p_retry_delay_seconds,
-         p_retry_backoff
+         p_retry_backoff,
+         -- the bundle each run pins, as create_run pins it: its project's latest
+         (SELECT max(b.BUNDLE_ID) FROM etl_craft.AUD_PROJECT_BUNDLES b WHERE b.PROJECT_ID = p.PROJECT_ID)
     FROM (SELECT x.ord, x.pipeline_id, x.run_key, x.run_date, x.skip_reason,
           CASE WHEN COALESCE(x.catching_up, false) THEN 1 ELSE 0 END AS catching_up
      FROM jsonb_to_recordset(CAST(p_ticks AS jsonb))

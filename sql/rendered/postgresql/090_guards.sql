@@ -255,6 +255,22 @@ BEGIN
 END
 $$;
 
+-- tg_aud_project_bundles__stamp_actor(): BEFORE INSERT, or UPDATE of an actor column. CREATED_BY
+-- (and each one's kind) are set to the actor the transaction is marked with, whatever the statement gave.
+CREATE OR REPLACE FUNCTION etl_craft.tg_aud_project_bundles__stamp_actor() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_actor text := etl_craft._marked_actor();
+  v_kind text := etl_craft._actor_kind();
+BEGIN
+  IF TG_OP = 'INSERT' OR NEW.CREATED_BY IS DISTINCT FROM OLD.CREATED_BY OR NEW.CREATED_BY_KIND IS DISTINCT FROM OLD.CREATED_BY_KIND THEN
+    NEW.CREATED_BY := v_actor;
+    NEW.CREATED_BY_KIND := v_kind;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 -- tg_aud_run_interventions__stamp_actor(): BEFORE INSERT, or UPDATE of an actor column. REQUESTED_BY
 -- (and each one's kind) are set to the actor the transaction is marked with, whatever the statement gave.
 -- REQUESTED_BY is who created the row: an UPDATE keeps it.
@@ -619,6 +635,13 @@ CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR 
 CREATE OR REPLACE TRIGGER _200_stamp_actor
   BEFORE INSERT OR UPDATE OF PAUSED_BY, PAUSED_BY_KIND, RESUMED_BY, RESUMED_BY_KIND
   ON etl_craft.AUD_PIPELINE_PAUSES FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_pipeline_pauses__stamp_actor();
+
+-- AUD_PROJECT_BUNDLES
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_PROJECT_BUNDLES
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+CREATE OR REPLACE TRIGGER _200_stamp_actor
+  BEFORE INSERT OR UPDATE OF CREATED_BY, CREATED_BY_KIND
+  ON etl_craft.AUD_PROJECT_BUNDLES FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_project_bundles__stamp_actor();
 
 -- AUD_RUN_INTERVENTIONS
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_RUN_INTERVENTIONS

@@ -10,6 +10,8 @@
 --   IN-PROGRESS run; more runs wait as QUEUED. retries, retry_delay_seconds and retry_backoff are the project's retry
 --   defaults (Orchestration: Retries, Retry_delay_seconds, Retry_backoff), kept on the run (DEFAULT_RETRIES, ...) for
 --   its tasks that set no RETRIES, RETRY_DELAY_SECONDS or RETRY_BACKOFF parameter; NULL: the built-in defaults.
+--   A new run pins its project's latest bundle (BUNDLE_ID; NULL when the project has published none): every attempt of
+--   the run runs the files of that bundle.
 --   A run created IN-PROGRESS starts without admit_run, so it never skips its pipeline gate silently: when the pipeline
 --   has active pipeline dependencies, the call is refused unless bypass_reason is given, and then every dependency is
 --   recorded BYPASSED in AUD_GATE_DECISIONS with the actor and the reason (as admit_run's bypass records it). Create

@@ -1287,6 +1287,26 @@ BEGIN
   SELECT RAISE(ABORT, 'EC001: DELETE on AUD_PIPELINE_PAUSES refused: AUD_PIPELINE_PAUSES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
 END;
 
+-- AUD_PROJECT_BUNDLES: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
+DROP TRIGGER IF EXISTS _010_aud_project_bundles__engine_only_insert;
+CREATE TRIGGER _010_aud_project_bundles__engine_only_insert BEFORE INSERT ON AUD_PROJECT_BUNDLES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: INSERT on AUD_PROJECT_BUNDLES refused: AUD_PROJECT_BUNDLES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_project_bundles__engine_only_update;
+CREATE TRIGGER _010_aud_project_bundles__engine_only_update BEFORE UPDATE ON AUD_PROJECT_BUNDLES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: UPDATE on AUD_PROJECT_BUNDLES refused: AUD_PROJECT_BUNDLES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+DROP TRIGGER IF EXISTS _010_aud_project_bundles__engine_only_delete;
+CREATE TRIGGER _010_aud_project_bundles__engine_only_delete BEFORE DELETE ON AUD_PROJECT_BUNDLES
+WHEN etl_craft_actor() IS NULL
+BEGIN
+  SELECT RAISE(ABORT, 'EC001: DELETE on AUD_PROJECT_BUNDLES refused: AUD_PROJECT_BUNDLES is written only by etl-craft; runs and their history change only through etl-craft commands and functions');
+END;
+
 -- AUD_RUN_INTERVENTIONS: written only through etl-craft (a connection without etl_craft_actor() cannot even prepare these)
 DROP TRIGGER IF EXISTS _010_aud_run_interventions__engine_only_insert;
 CREATE TRIGGER _010_aud_run_interventions__engine_only_insert BEFORE INSERT ON AUD_RUN_INTERVENTIONS

@@ -67,7 +67,8 @@ STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --fin
 SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
 HERMETIC = ("test",)  # the test report, checked by tests/py/testing
 LOGS_ONLY = {"worker"}  # prints log lines while it serves a pool, no document (workers list reads what it records)
-FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED, *HERMETIC}
+BUNDLES = ("bundle publish", "bundle list")  # need an artifact store: checked by tests/py/process/test_bundles.py
+FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED, *HERMETIC, *BUNDLES}
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ class Section:
 _FORMS_HEADING = re.compile(r"^## ((?:`[^`]+`(?:, )?)+)$")
 _SCHEMA = re.compile(r"^Schema: `(etl-craft/[a-z-]+/\d+)`")
 _PATH = re.compile(r"^\*\*`([a-z_\[\].]+)`\*\*")
-_ROW = re.compile(r"^\|\s*`([a-z_]+)`\s*\|\s*([^|]+?)\s*\|")
+_ROW = re.compile(r"^\|\s*`([a-z0-9_]+)`\s*\|\s*([^|]+?)\s*\|")
 
 
 def _sections() -> dict[str, Section]:

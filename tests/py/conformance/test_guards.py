@@ -61,10 +61,10 @@ def _plain_write(db: EngineDB, sql: str) -> None:
 def test_every_owned_table_is_guarded(engine_db: EngineDB) -> None:
     with engine_db.read() as conn:
         names = [t.name for t in owned_tables(engine_db, conn)]
-    assert len(names) == 31
+    assert len(names) == 33
     assert {"SCHEMA_MIGRATIONS", "ENG_TRANSITIONS", "CFG_TASKS", "AUD_TASK_ATTEMPTS", "AUD_GATE_WAITS",
             "CFG_BUSINESS_RULES", "AUD_BUSINESS_RULE_FLAGS", "AUD_OVERSEERS", "CFG_API_TOKENS", "CFG_ALERT_RULES",
-            "AUD_ALERTS", "AUD_ALERT_DELIVERIES"} <= set(names)
+            "AUD_ALERTS", "AUD_ALERT_DELIVERIES", "AUD_PROJECT_BUNDLES"} <= set(names)
 
 
 @pytest.mark.parametrize("operation", ["INSERT", "UPDATE", "DELETE"])

@@ -123,13 +123,13 @@ BROKEN = [
     pytest.param(
         ENGINE_SQLITE + WAREHOUSE_DUCKDB + "Source:\n  dialect: duckdb\n",
         "craft-connector.yml: unknown section 'Source'; the sections are Engine, Warehouse, Email, Orchestration, "
-        "Alerts",
+        "Alerts, Artifacts",
         id="unknown-section",
     ),
     pytest.param(
         "engine:\n  dialect: sqlite\n  path: e.db\n" + WAREHOUSE_DUCKDB,
         "craft-connector.yml: unknown section 'engine'; the sections are Engine, Warehouse, Email, Orchestration, "
-        "Alerts; "
+        "Alerts, Artifacts; "
         "did you mean Engine? (names are case-sensitive)",
         id="section-name-is-case-sensitive",
     ),
@@ -339,7 +339,8 @@ def test_broken_configuration_is_refused_with_its_message(tmp_path: Path, text: 
 def test_a_file_that_is_not_a_mapping_is_refused_naming_the_sections(tmp_path: Path, text: str) -> None:
     write_project(tmp_path, text)
     assert load_error(tmp_path) == (
-        f"{tmp_path / CONFIG_FILE} must be a mapping of sections (Engine, Warehouse, Email, Orchestration, Alerts)"
+        f"{tmp_path / CONFIG_FILE} must be a mapping of sections (Engine, Warehouse, Email, Orchestration, "
+        "Alerts, Artifacts)"
     )
 
 

@@ -289,13 +289,13 @@ BROKEN = [
     pytest.param(
         BASE + "orchestration: {}\n",
         "craft-connector.yml: unknown section 'orchestration'; the sections are Engine, Warehouse, Email, "
-        "Orchestration, Alerts; did you mean Orchestration? (names are case-sensitive)",
+        "Orchestration, Alerts, Artifacts; did you mean Orchestration? (names are case-sensitive)",
         id="section-name-is-case-sensitive",
     ),
     pytest.param(
         BASE + "Emails: {}\n",
         "craft-connector.yml: unknown section 'Emails'; the sections are Engine, Warehouse, Email, Orchestration, "
-        "Alerts; "
+        "Alerts, Artifacts; "
         "did you mean Email?",
         id="section-typo",
     ),

@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(167);
+SELECT plan(172);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -131,7 +131,12 @@ INSERT INTO writes VALUES
   ('AUD_WORKERS', $$INSERT INTO etl_craft.aud_workers
        (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status,
         started_at, heartbeat_at, started_by, started_by_kind)
-     VALUES ('h:2:x', 'w', 'remote', 'h', 2, '0.1', 1, 1, 10, 'ACTIVE', now(), now(), 'pgtap', 'HUMAN')$$);
+     VALUES ('h:2:x', 'w', 'remote', 'h', 2, '0.1', 1, 1, 10, 'ACTIVE', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('AUD_PROJECT_BUNDLES', $$INSERT INTO etl_craft.aud_project_bundles
+       (project_id, manifest, manifest_sha256, file_count, total_bytes, store_url, created_by, created_by_kind,
+        created_at)
+     VALUES ((SELECT project_id FROM etl_craft.cfg_projects WHERE project_code = 'tp'), '{}', repeat('a', 64), 0, 0,
+             'file:///a', 'pgtap', 'HUMAN', now())$$);
 
 -- The refusal each table gives, as 090_guards words it: the operation, the table, then a remedy.
 CREATE TEMP VIEW refusals AS

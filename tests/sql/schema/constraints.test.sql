@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(246);
+SELECT plan(251);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
@@ -87,14 +87,16 @@ INSERT INTO expected_checks VALUES
   ('aud_workers', 'ingestion_slots_is_not_negative'), ('aud_workers', 'warehouse_slots_is_not_negative'),
   ('aud_workers', 'heartbeat_seconds_is_positive'), ('aud_workers', 'status_is_valid'),
   ('aud_workers', 'started_by_kind_is_valid'), ('aud_workers', 'gone_has_a_stop'),
-  ('aud_workers', 'gone_has_a_reason'), ('aud_workers', 'draining_has_a_time');
+  ('aud_workers', 'gone_has_a_reason'), ('aud_workers', 'draining_has_a_time'),
+  ('aud_project_bundles', 'manifest_sha256_is_hex'), ('aud_project_bundles', 'file_count_is_not_negative'),
+  ('aud_project_bundles', 'total_bytes_is_not_negative'), ('aud_project_bundles', 'created_by_kind_is_valid');
 
 -- 1 + 27: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 114 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 118 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -461,6 +463,26 @@ INSERT INTO violations VALUES
    $$SET LOCAL session_replication_role = replica;
      INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
      VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 10, 'DRAINING', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('aud_project_bundles', 'manifest_sha256_is_hex', 'MANIFEST_SHA256 = upper-case hex',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_project_bundles (project_id, manifest, manifest_sha256, file_count, total_bytes,
+       store_url, created_by, created_by_kind, created_at)
+     VALUES (1, '{}', repeat('A', 64), 0, 0, 'file:///a', 'pgtap', 'HUMAN', now())$$),
+  ('aud_project_bundles', 'file_count_is_not_negative', 'FILE_COUNT = -1',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_project_bundles (project_id, manifest, manifest_sha256, file_count, total_bytes,
+       store_url, created_by, created_by_kind, created_at)
+     VALUES (1, '{}', repeat('a', 64), -1, 0, 'file:///a', 'pgtap', 'HUMAN', now())$$),
+  ('aud_project_bundles', 'total_bytes_is_not_negative', 'TOTAL_BYTES = -1',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_project_bundles (project_id, manifest, manifest_sha256, file_count, total_bytes,
+       store_url, created_by, created_by_kind, created_at)
+     VALUES (1, '{}', repeat('a', 64), 0, -1, 'file:///a', 'pgtap', 'HUMAN', now())$$),
+  ('aud_project_bundles', 'created_by_kind_is_valid', 'CREATED_BY_KIND = ROBOT',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_project_bundles (project_id, manifest, manifest_sha256, file_count, total_bytes,
+       store_url, created_by, created_by_kind, created_at)
+     VALUES (1, '{}', repeat('a', 64), 0, 0, 'file:///a', 'pgtap', 'ROBOT', now())$$),
   ('cfg_pools', 'provider_is_valid', 'PROVIDER = REMOTE',
    $$SET LOCAL session_replication_role = replica;
      INSERT INTO etl_craft.cfg_pools (pool_name, provider, created_by, created_date, updated_by, updated_date)

@@ -5,7 +5,7 @@
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(218);
+SELECT plan(221);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -42,6 +42,7 @@ INSERT INTO expected_indexes VALUES
    ARRAY['pipeline_run_id', 'pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
    '((status)::text = ''QUEUED''::text)'),
   ('aud_workers', 'ux_workers_owner', ARRAY['owner_id'], true, NULL),
+  ('aud_project_bundles', 'ix_project_bundles_latest', ARRAY['project_id', 'bundle_id'], false, NULL),
   ('aud_workers', 'ix_workers_live', ARRAY['pool', 'heartbeat_at'], false, '((status)::text <> ''GONE''::text)'),
   ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id', 'attempt_id'], false,
    '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
@@ -83,7 +84,7 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 45 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 46 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
 -- 36: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],

@@ -1,10 +1,10 @@
 -- Proves the Engine DB schema is the one the engine migrations (0001_engine_schema, 0002_run_cancellation,
 -- 0003_claim_and_run_indexes, 0004_target_hash_version, 0005_gate_waits, 0007_business_rules, 0009_run_queue,
--- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity, 0016_project_timezone_optional, 0017_api_tokens) create:
--- exactly its 31 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
+-- 0012_retries_in_the_engine, 0013_roles, 0014_engine_identity, 0016_project_timezone_optional, 0017_api_tokens, 0019_workers, 0020_bundles) create:
+-- exactly its 33 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
 -- foreign key (and no others).
 BEGIN;
-SELECT plan(193);
+SELECT plan(199);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -145,6 +145,7 @@ INSERT INTO expected_columns VALUES
   ('aud_pipelines_run_log', 24, 'default_retries', 'integer', false),
   ('aud_pipelines_run_log', 25, 'default_retry_delay_seconds', 'integer', false),
   ('aud_pipelines_run_log', 26, 'default_retry_backoff', 'double precision', false),
+  ('aud_pipelines_run_log', 27, 'bundle_id', 'bigint', false),
   ('aud_task_run_log', 1, 'task_run_id', 'bigint', true),
   ('aud_task_run_log', 2, 'pipeline_run_id', 'bigint', true),
   ('aud_task_run_log', 3, 'task_id', 'bigint', true),
@@ -376,6 +377,16 @@ INSERT INTO expected_columns VALUES
   ('aud_alerts', 9, 'status', 'character varying(16)', false),
   ('aud_alerts', 10, 'error_message', 'text', false),
   ('aud_alerts', 11, 'raised_at', 'timestamp with time zone', true),
+  ('aud_project_bundles', 1, 'bundle_id', 'bigint', true),
+  ('aud_project_bundles', 2, 'project_id', 'bigint', true),
+  ('aud_project_bundles', 3, 'manifest', 'text', true),
+  ('aud_project_bundles', 4, 'manifest_sha256', 'character varying(64)', true),
+  ('aud_project_bundles', 5, 'file_count', 'integer', true),
+  ('aud_project_bundles', 6, 'total_bytes', 'bigint', true),
+  ('aud_project_bundles', 7, 'store_url', 'character varying(1024)', true),
+  ('aud_project_bundles', 8, 'created_by', 'character varying(128)', true),
+  ('aud_project_bundles', 9, 'created_by_kind', 'character varying(16)', true),
+  ('aud_project_bundles', 10, 'created_at', 'timestamp with time zone', true),
   ('aud_alert_deliveries', 1, 'delivery_id', 'bigint', true),
   ('aud_alert_deliveries', 2, 'alert_id', 'bigint', true),
   ('aud_alert_deliveries', 3, 'channel', 'character varying(128)', true),
@@ -396,8 +407,9 @@ SELECT tables_are('etl_craft', ARRAY[
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
   'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags',
-  'aud_overseers', 'cfg_api_tokens', 'cfg_alert_rules', 'aud_alerts', 'aud_alert_deliveries', 'aud_workers'
-]::name[], 'etl_craft holds exactly the 32 Engine DB tables of the migrations, no more and no fewer');
+  'aud_overseers', 'cfg_api_tokens', 'cfg_alert_rules', 'aud_alerts', 'aud_alert_deliveries', 'aud_workers',
+  'aud_project_bundles'
+]::name[], 'etl_craft holds exactly the 33 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -445,7 +457,8 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('cfg_alert_rules'::name, ARRAY['alert_rule_id']::name[]),
     ('aud_alerts'::name, ARRAY['alert_id']::name[]),
     ('aud_alert_deliveries'::name, ARRAY['delivery_id']::name[]),
-    ('aud_workers'::name, ARRAY['worker_id']::name[])
+    ('aud_workers'::name, ARRAY['worker_id']::name[]),
+    ('aud_project_bundles'::name, ARRAY['bundle_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -465,7 +478,7 @@ SELECT set_eq(
            ('aud_business_rule_flags'::name, 'flag_id'::name), ('aud_overseers'::name, 'overseer_id'::name),
            ('cfg_api_tokens'::name, 'token_id'::name), ('cfg_alert_rules'::name, 'alert_rule_id'::name),
            ('aud_alerts'::name, 'alert_id'::name), ('aud_alert_deliveries'::name, 'delivery_id'::name),
-           ('aud_workers'::name, 'worker_id'::name)$$,
+           ('aud_workers'::name, 'worker_id'::name), ('aud_project_bundles'::name, 'bundle_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).
@@ -522,7 +535,9 @@ INSERT INTO expected_fks VALUES
   ('aud_business_rule_flags', 'pipeline_run_id', 'aud_pipelines_run_log', 'pipeline_run_id'),
   ('aud_business_rule_flags', 'task_run_id', 'aud_task_run_log', 'task_run_id'),
   ('aud_business_rule_flags', 'attempt_id', 'aud_task_attempts', 'attempt_id'),
-  ('aud_business_rule_flags', 'cleared_by_attempt_id', 'aud_task_attempts', 'attempt_id');
+  ('aud_business_rule_flags', 'cleared_by_attempt_id', 'aud_task_attempts', 'attempt_id'),
+  ('aud_project_bundles', 'project_id', 'cfg_projects', 'project_id'),
+  ('aud_pipelines_run_log', 'bundle_id', 'aud_project_bundles', 'bundle_id');
 
 SELECT fk_ok('etl_craft', tbl, col, 'etl_craft', ref_tbl, ref_col,
              upper(tbl) || '.' || upper(col) || ' references ' || upper(ref_tbl) || '.' || upper(ref_col))
@@ -536,7 +551,7 @@ SELECT set_eq(
        JOIN pg_attribute ra ON ra.attrelid = k.confrelid AND ra.attnum = k.confkey[1]
       WHERE n.nspname = 'etl_craft' AND k.contype = 'f'$$,
   'SELECT tbl, col, ref_tbl, ref_col, 1 FROM expected_fks',
-  'etl_craft has exactly the 52 single-column foreign keys the migration declares');
+  'etl_craft has exactly the 54 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
                      'aud_target_hash_version', 'aud_overseers', 'aud_workers']::name[]) tbl;
