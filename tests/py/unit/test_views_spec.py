@@ -17,7 +17,8 @@ from etlcraft.engine.render import render
 from etlcraft.engine.views import parse_views, views_spec
 
 READY = [TableInfo("AUD_TASK_ATTEMPTS", "ATTEMPT_ID", ("ATTEMPT_ID", "RETRY_NUMBER")),
-         TableInfo("AUD_ALERT_DELIVERIES", "DELIVERY_ID", ("DELIVERY_ID", "DELIVERY_STATUS"))]
+         TableInfo("AUD_ALERT_DELIVERIES", "DELIVERY_ID", ("DELIVERY_ID", "DELIVERY_STATUS")),
+         TableInfo("AUD_WORKERS", "WORKER_ID", ("WORKER_ID", "HEARTBEAT_SECONDS"))]
 
 
 def _selects(dialect: str) -> dict[str, exp.Expression]:
