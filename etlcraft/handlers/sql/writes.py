@@ -53,7 +53,10 @@ class TargetRows:
 
 def read_target(session: Session, task: SqlTask, target: Target, *, own_rows: bool = False) -> TargetRows:
     """COUNT(*), MAX(ROW_ID) and, with `own_rows` (APPEND_TABLE's retry), the rows of this task run, in one
-    statement: one scan of the target. Read in the write's transaction, under the target's Engine DB lock."""
+    statement: one scan of the target. Read in the write's transaction, under the target's Engine DB lock. A target
+    this attempt created has no rows yet, and is not read."""
+    if target.created:
+        return TargetRows(count=0, max_row_id=0, of_task_run=0)
     q = session.dialect.quote
     row_id = f"MAX({q(target.name_of('ROW_ID'))})" if target.has("ROW_ID") else "NULL"
     of_task_run = (f"COUNT(CASE WHEN {q(target.name_of('TASK_RUN_ID'))} = {task.stamp.task_run_id} THEN 1 END)"
