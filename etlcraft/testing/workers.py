@@ -88,7 +88,7 @@ def _collect(pid: int, reader: int) -> dict[int, Report]:
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return {}
     try:
-        received = pickle.loads(data)  # noqa: S301 - written by this process's own fork, through its own pipe
+        received = pickle.loads(data)  # written by this process's own fork, through its own pipe
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError):
         return {}
     return received if isinstance(received, dict) else {}

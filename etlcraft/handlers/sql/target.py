@@ -60,8 +60,9 @@ def inspect(session: Session, task: SqlTask) -> Target:
     dialect = session.dialect
     target = Target(dialect.table(task.target))
     # One catalog read: the relation and, for a target to create, whether its schema exists.
+    schema = dialect.schema_exists_sql(task.target)
     rows = session.rows(f"SELECT * FROM (\n{dialect.relation_sql(task.target)}\n) etl_r\n"
-                        f"UNION ALL SELECT 'schema', 'schema' FROM (\n{dialect.schema_exists_sql(task.target)}\n) etl_s")
+                        f"UNION ALL SELECT 'schema', 'schema' FROM (\n{schema}\n) etl_s")
     found = [row for row in rows if row[0] != "schema"]
     target.schema_exists = len(found) < len(rows)
     if not found:
