@@ -76,3 +76,42 @@ def test_cli__forked_workers__same_report_as_one_process(project: Path) -> None:
     assert [t["manifest"] for t in two["tests"]] == sorted(t["manifest"] for t in two["tests"])
     assert two["counts"] == {"total": 16, "passed": 10, "failed": 3, "blocked": 3}
     assert without_durations(one) == without_durations(two)
+
+
+SENTINELS = """
+import os, socket, ssl, subprocess, sys
+import etlcraft.config.loader as loader
+import etlcraft.testing.suite
+from etlcraft.cli import cli
+
+def forbidden(*args, **kwargs):
+    raise AssertionError("a hermetic test touched a forbidden capability")
+
+for module, name in ((socket, "socket"), (socket, "create_connection"), (subprocess, "Popen"), (os, "system"),
+                     (loader, "resolve_variable"), (loader, "load_config"), (loader, "read_env_file")):
+    setattr(module, name, forbidden)
+real_fork = os.fork
+
+def fork():
+    pid = real_fork()
+    if pid:
+        sys.stderr.write("forked a worker\\n")
+    return pid
+
+os.fork = fork
+cli(sys.argv[1:])
+"""
+
+
+def test_cli__forked_workers__sentinels_still_hold(project: Path) -> None:
+    """The workers are copies of the process, sentinels included: with sockets, subprocesses, secrets and the
+    project's configuration forbidden before the CLI starts, a suite spread over two processes passes."""
+    for n in range(2 * workers.MIN_TESTS_PER_WORKER):
+        manifest(project, f"t{n:02d}", {"relations": src(project), "steps": [
+            {"task": "scd1", "expect": {"rows": 2}}, {"task": "check", "expect": {"rule_flags": {"name_set": 0}}}]})
+    (project / ".env").write_text("ETL_CRAFT_ENGINE_PASSWORD=x\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", SENTINELS, "--project", str(project), "test", ".", "--format",
+                           "json", "--workers", "2"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert json.loads(done.stdout)["counts"]["passed"] == 16
+    assert done.stderr.count("forked a worker") == 1, done.stderr
