@@ -20,9 +20,27 @@ from __future__ import annotations
 from etlcraft.handlers.sql import guards, hashing
 from etlcraft.handlers.sql.spec import SqlTask
 from etlcraft.handlers.sql.staging import HASH_COLUMN, Stage, derive_scratch, drop
-from etlcraft.handlers.sql.tables import Outcome, counts, writable
-from etlcraft.handlers.sql.target import ALL_ENGINE_COLUMNS, Target, add_columns, inspect, require
-from etlcraft.handlers.sql.writes import count_rows, insert_rows, insert_values, read_target, update_stamps
+from etlcraft.handlers.sql.tables import Outcome, counts
+from etlcraft.handlers.sql.target import (
+    ALL_ENGINE_COLUMNS,
+    CREATES,
+    REQUIRES,
+    Target,
+    add_columns,
+    check_format,
+    ensure_schema,
+    inspect,
+    new_columns,
+    require,
+)
+from etlcraft.handlers.sql.writes import (
+    count_rows,
+    create_as_select,
+    insert_rows,
+    insert_values,
+    read_target,
+    update_stamps,
+)
 from etlcraft.warehouse.connection import Session
 from etlcraft.warehouse.dialects import Column
 
@@ -36,38 +54,41 @@ def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) ->
     deduplicated, duplicates = guards.one_row_per_key(session, task, stage, repeated)
     compare = hashing.compare_columns(task, deduplicated)
     hashing.refuse_floats(task, [(c, c) for c in compare])
-    target, added = writable(session, task, deduplicated)
+    target = inspect(session, task)
+    check_format(task, target, session.dialect.name)
+    if not target.exists:
+        inserted = _create_merged(session, task, target, deduplicated, compare)
+        return Outcome(counts(stage, inserted, insert=inserted, duplicate=duplicates), record_version=True)
+    require(task, target, REQUIRES[task.action])
+    added = new_columns(task, target, deduplicated)
     if task.action == "SCD2_MERGE" and task.missing_keys == "MARK_DELETED":
         require(task, target, ("DELETE_FLAG",))
     hashing.refuse_floats(task, [(c, target.columns.get(c.key, c)) for c in compare])
     record = hashing.refuse_old_hashes(task, session, target, version)
     add_columns(session, target, added)
     before = read_target(session, task, target)
-    pairs = hashing.target_pairs(task, target, compare)
+    hashed = _hashed(session, task, deduplicated, target, hashing.target_pairs(task, target, compare))
+    write = _scd1 if task.action == "SCD1_MERGE" else _scd2
+    inserted, updated = write(session, task, target, hashed, deduplicated, before.max_row_id)
     closed, markers = 0, 0
-    if target.created:
-        inserted, updated = _into_new(session, task, target, deduplicated, pairs), 0
-    else:
-        hashed = _hashed(session, task, deduplicated, target, pairs)
-        write = _scd1 if task.action == "SCD1_MERGE" else _scd2
-        inserted, updated = write(session, task, target, hashed, deduplicated, before.max_row_id)
-        if task.action == "SCD2_MERGE":
-            closed, markers = _missing_keys(session, task, target, hashed, deduplicated,
-                                            before.max_row_id + inserted)
-        drop(session, hashed)
+    if task.action == "SCD2_MERGE":
+        closed, markers = _missing_keys(session, task, target, hashed, deduplicated, before.max_row_id + inserted)
+    drop(session, hashed)
     return Outcome(counts(stage, before.count + inserted + markers, insert=inserted + markers, update=updated,
                           delete=closed, duplicate=duplicates),
-                   record_version=record or target.created, absent_closed=closed, markers=markers)
+                   record_version=record, absent_closed=closed, markers=markers)
 
 
-def _into_new(session: Session, task: SqlTask, target: Target, stage: Stage,
-              pairs: list[tuple[Column, Column]]) -> int:
-    """A merge into the target this attempt just created (empty): every key is new, so there is nothing to compare,
-    update or close; each row is inserted with its version-2 hash, ROW_ID in key order from 1, as the general path
-    (_hashed, then _scd1 or _scd2) would insert them."""
-    keys = _keys(task, target, stage)
-    return insert_rows(session, task, target, stage.ref, stage.columns, row_base=0, order=_order(session, keys),
-                       hash_sql=hashing.hash_sql(session.dialect, pairs))
+def _create_merged(session: Session, task: SqlTask, target: Target, stage: Stage, compare: list[Column]) -> int:
+    """A merge into a missing target: every key is new, so there is nothing to compare, update or close. The target
+    is created with the action's engine-managed columns and every deduplicated row at once (CREATE TABLE AS), each
+    with its version-2 hash and ROW_ID in key order from 1: the rows the general path would insert into a target
+    created empty. The rows written."""
+    ensure_schema(session, task, target)
+    keys = [(k, k) for k in guards.stage_keys(task, stage)]
+    return create_as_select(session, task, target, stage.ref, stage.columns, CREATES[task.action],
+                            order=_order(session, keys), hash_sql=hashing.hash_sql(session.dialect,
+                                                                                   [(c, c) for c in compare]))
 
 
 def _hashed(session: Session, task: SqlTask, stage: Stage, target: Target,

@@ -22,6 +22,7 @@ from etlcraft.handlers.sql.target import (
     add_engine_columns,
     check_format,
     create_empty,
+    ensure_schema,
     inspect,
     new_columns,
     require,
@@ -66,8 +67,8 @@ def create_table(session: Session, task: SqlTask, stage: Stage, version: int | N
     if target.exists:
         _refuse_dependent_views(session, task)
         session.run(f"DROP TABLE {target.ref}")
-    elif not target.schema_exists:
-        session.run(session.dialect.create_schema(task.target))
+    else:
+        ensure_schema(session, task, target)
     rows = create_as_select(session, task, target, stage.ref, stage.columns, CREATES["CREATE_TABLE"])
     return Outcome(counts(stage, rows, insert=rows, delete=old_rows), record_version=True)
 

@@ -166,12 +166,17 @@ def create_empty(session: Session, task: SqlTask, target: Target, stage: Stage) 
     (`target` as inspect found it: missing). Its columns are the ones it was made with, not read back."""
     dialect = session.dialect
     q = dialect.quote
-    if not target.schema_exists:
-        session.run(dialect.create_schema(task.target))
-        target.schema_exists = True
+    ensure_schema(session, task, target)
     engine = [dialect.column(dialect.engine_name(n), ENGINE_COLUMN_TYPES[n]) for n in CREATES[task.action]]
     select = ", ".join([*(f"s.{q(c.name)}" for c in stage.columns),
                         *(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in engine)])
     session.run(f"CREATE TABLE {target.ref} AS SELECT {select} FROM {stage.ref} s WHERE 1 = 0")
     target.table_format, target.created = "native", True
     target.columns = {c.key: c for c in (*stage.columns, *engine)}
+
+
+def ensure_schema(session: Session, task: SqlTask, target: Target) -> None:
+    """Create the missing target's schema, when inspect found it missing too."""
+    if not target.schema_exists:
+        session.run(session.dialect.create_schema(task.target))
+        target.schema_exists = True
