@@ -12,7 +12,7 @@ Prints, measured in this run:
   - peak RSS of the largest run (its own ru_maxrss);
   - the machine's load average before and after (the machine may be shared: times move with it).
 
-    python bench/hermetic.py [--tests 100] [--runs 20]
+    python bench/hermetic.py [--tests 100] [--runs 20] [--workers N]
 """
 
 from __future__ import annotations
@@ -64,12 +64,15 @@ def make_project(parent: Path, tests: int) -> Path:
     return root
 
 
-def run_once(root: Path, tests: int) -> tuple[float, float, float, int]:
-    """One `etl-craft test . --format json`: its wall time, CPU time, peak RSS (MiB) and the suite's duration_ms."""
+def run_once(root: Path, tests: int, workers: int | None = None) -> tuple[float, float, float, int]:
+    """One `etl-craft test . --format json`: its wall time, CPU time (its forked workers' included: they are waited
+    for), peak RSS (MiB) and the suite's duration_ms. `workers`: passed as --workers (None: etl-craft's default)."""
+    command = [sys.executable, "-m", "etlcraft", "test", ".", "--format", "json"]
+    if workers is not None:
+        command += ["--workers", str(workers)]
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen([sys.executable, "-m", "etlcraft", "test", ".", "--format", "json"], cwd=root,
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=root, stdout=out, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -92,19 +95,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tests", type=int, default=100)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=None,
+                        help="pass --workers N to etl-craft test (default: its own choice, one per available CPU)")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="etlcraft-bench-hermetic-") as tmp:
         root = make_project(Path(tmp), args.tests)
         walls, cpus, rss, suites = [], [], [], []
         for _ in range(args.runs):
-            wall, cpu, rss_mib, duration_ms = run_once(root, args.tests)
+            wall, cpu, rss_mib, duration_ms = run_once(root, args.tests, args.workers)
             walls.append(wall)
             cpus.append(cpu)
             rss.append(rss_mib)
             suites.append(duration_ms)
     p95 = percentile(walls, 0.95)
-    print(f"etl-craft test . over {args.tests} two-row tests, {args.runs} runs (each a new process)")
+    workers = "its default workers" if args.workers is None else f"--workers {args.workers}"
+    print(f"etl-craft test . over {args.tests} two-row tests, {args.runs} runs (each a new process, {workers}, "
+          f"{len(os.sched_getaffinity(0))} CPUs available)")
     print(f"  wall time      p50 {statistics.median(walls):.3f} s   p95 {p95:.3f} s   max {max(walls):.3f} s")
     print(f"  CPU time       p50 {statistics.median(cpus):.3f} s (user + system; moves less with the load)")
     print(f"  suite itself   p50 {statistics.median(suites) / 1000:.3f} s "

@@ -24,9 +24,12 @@ from etlcraft.testing import errors
                    "different file is never overwritten).")
 @click.option("--generate", "generate", metavar="PIPELINE.TASK", default=None,
               help="Write a starting manifest for this task from its SELECT instead of running tests.")
+@click.option("--workers", "workers", type=click.IntRange(min=1), default=None,
+              help="Processes to spread the tests over: by default one per available CPU once the suite has enough "
+                   "tests to pay for it; 1 runs every test in this process. The report is the same either way.")
 @click.pass_obj
 def command(ctx: CliContext, target: str | None, output_format: str, output: Path | None,
-            generate: str | None) -> None:
+            generate: str | None, workers: int | None) -> None:
     """Run hermetic tests: TARGET is a manifest (tests/NAME.test.yaml), a pipeline code (its tests/CODE*.test.yaml)
     or the project root (.), at most 100 direct tests/*.test.yaml. No credentials, network or warehouse.
 
@@ -49,7 +52,7 @@ def command(ctx: CliContext, target: str | None, output_format: str, output: Pat
         click.echo("error: usage: etl-craft test TARGET (a manifest, a pipeline code or .)")
         sys.exit(errors.INVALID)
     try:
-        suite = run_suite(ctx.project_dir, target)
+        suite = run_suite(ctx.project_dir, target, workers)
     except Exception as exc:  # the last line of defence: no message text (it could hold a value)
         click.echo(f"error: internal: etl-craft test failed unexpectedly ({type(exc).__name__})")
         sys.exit(errors.INTERNAL)

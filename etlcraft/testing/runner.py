@@ -318,6 +318,30 @@ def _insert(session: Session, ref: str, file: ReadFile, columns: list[str], rows
         cursor.close()
 
 
+def _typed(session: Session, file: ReadFile, types: list[str], columns: list[str], rows: list[dict[str, Any]]
+           ) -> list[tuple[Any, ...]]:
+    """The rows as DuckDB reads them into columns of `types`, in fixture order: each value cast to its column's type
+    as an INSERT into such a table casts it, selected from VALUES (a few hundred rows per query), with no table
+    made, filled, read and dropped for them."""
+    row_sql = "(" + ", ".join(f"CAST(? AS {t})" for t in types) + ")"
+    cursor = session.conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    typed: list[tuple[Any, ...]] = []
+    try:
+        for start in range(0, len(rows), INSERT_BATCH_ROWS):
+            batch = rows[start:start + INSERT_BATCH_ROWS]
+            values = [_value(row.get(c)) for row in batch for c in columns]
+            cursor.execute(f"SELECT * FROM (VALUES {', '.join(row_sql for _ in batch)}) etl_craft_expected",
+                           values)
+            typed += [tuple(r) for r in cursor.fetchall()]
+    except duckdb.Error as exc:
+        raise InvalidTest("fixture_invalid", f"{file.path}: a value does not fit its column's type "
+                                             f"({type(exc).__name__}); declare the column's type in columns or "
+                                             "correct the value") from None
+    finally:
+        cursor.close()
+    return typed
+
+
 def _value(value: Any) -> Any:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
 
@@ -421,7 +445,6 @@ def _compare(session: Session, root: Path, manifest: Manifest, ref: str, types: 
         return None
     actual_columns = [types[n.lower()] for n in names]
     q = session.dialect.quote
-    expected_ref = q("etl_craft_expected")
     selected = [q(name) for name, _ in actual_columns]
     if kind == "history":
         for engine_name in ("VALID_FROM", "VALID_TO"):
@@ -429,13 +452,9 @@ def _compare(session: Session, root: Path, manifest: Manifest, ref: str, types: 
                 fail("history_not_scd2", missing=engine_name)
                 return None
             selected.append(f"CAST(epoch({q(types[engine_name.lower()][0])}) AS BIGINT)")
-    session.run(f"CREATE OR REPLACE TEMP TABLE {expected_ref} ("
-                + ", ".join([*(f"{q(n)} {t}" for n, t in actual_columns), *(f"{q(s)} BIGINT" for s in steps)])
-                + ")")
-    _insert(session, expected_ref, file, [*names, *steps], rows)
-    expected = [tuple(r) for r in session.rows(f"SELECT * FROM {expected_ref}")]
+    expected = _typed(session, file, [*(t for _, t in actual_columns), *("BIGINT" for _ in steps)],
+                      [*names, *steps], rows)
     actual = [tuple(r) for r in session.rows(f"SELECT {', '.join(selected)} FROM {ref}")]
-    session.run(f"DROP TABLE {expected_ref}")
     if kind == "history":
         actual = [(*r[:-2], _step(r[-2], stamps), _step(r[-1], stamps)) for r in actual]
     want, have = Counter(expected), Counter(actual)

@@ -27,11 +27,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import sqlalchemy as sa
+
 from etlcraft.config.loader import Connection
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.migrations import Migration, migrate
 from etlcraft.testing.files import Deadline
-from etlcraft.warehouse.connection import IN_MEMORY_DUCKDB, Warehouse
+from etlcraft.warehouse.connection import IN_MEMORY_DUCKDB, Session, Warehouse
 
 _local = threading.local()
 _names = itertools.count(1)
@@ -122,20 +124,58 @@ def _watchdog() -> _Watchdog:
     return watchdog
 
 
-def _shared_warehouse() -> Warehouse:
-    warehouse: Warehouse | None = getattr(_local, "warehouse", None)
+class _HeldWarehouse(Warehouse):
+    """The shared in-memory warehouse, its one connection checked out once and held: a transaction begins and ends
+    on it, where Warehouse.transaction checks a connection out of the pool and back in each time (the check-in's
+    reset is one more DuckDB statement, a ROLLBACK, for every transaction of every test)."""
+
+    held: sa.Connection | None = None
+
+    def held_connection(self) -> sa.Connection:
+        if self.held is None:
+            self.held = self.connect()
+        return self.held
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Session]:
+        conn = self.held_connection()
+        with conn.begin():
+            yield Session(conn, self.dialect)
+
+    def dispose(self) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            with contextlib.suppress(Exception):  # a connection in doubt is discarded whatever its close says
+                held.close()
+        super().dispose()
+
+
+def _shared_warehouse() -> _HeldWarehouse:
+    warehouse: _HeldWarehouse | None = getattr(_local, "warehouse", None)
     if warehouse is None:
-        warehouse = Warehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse"))
-        with warehouse.engine.connect() as conn:
-            dbapi: Any = conn.connection.dbapi_connection
-            dbapi.execute(f"SET threads = {DUCKDB_THREADS}")
-            # A statement running for seconds would otherwise draw DuckDB's progress bar into the report on stdout.
-            dbapi.execute("SET enable_progress_bar = false")
-            # Hermetic: a test's SQL reads its fixtures and nothing else, not a file (read_csv, COPY) nor a URL;
-            # once off, DuckDB refuses to turn this back on while the database runs.
-            dbapi.execute("SET enable_external_access = false")
+        warehouse = _HeldWarehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse"))
+        dbapi: Any = warehouse.held_connection().connection.dbapi_connection
+        dbapi.execute(f"SET threads = {DUCKDB_THREADS}")
+        # A statement running for seconds would otherwise draw DuckDB's progress bar into the report on stdout.
+        dbapi.execute("SET enable_progress_bar = false")
+        # Hermetic: a test's SQL reads its fixtures and nothing else, not a file (read_csv, COPY) nor a URL;
+        # once off, DuckDB refuses to turn this back on while the database runs.
+        dbapi.execute("SET enable_external_access = false")
         _local.warehouse = warehouse
     return warehouse
+
+
+#: What a forked worker inherited from its parent and must neither use nor close (see forget_inherited).
+_inherited: list[Any] = []
+
+
+def forget_inherited() -> None:
+    """In a forked worker (etlcraft/testing/workers.py): set aside the parent's DuckDB connection and watchdog, if
+    it had made them, so the worker opens its own. They are kept, never closed: closing the parent's connection
+    from a copy of the process could disturb the parent's."""
+    for name in ("warehouse", "watchdog"):
+        _inherited.append(getattr(_local, name, None))
+        setattr(_local, name, None)
 
 
 def _close_shared() -> None:
@@ -151,10 +191,9 @@ def warehouse_for_test(deadline: Deadline) -> Iterator[Warehouse]:
     interrupted when `deadline` passes (SafetyViolation "timeout", exit 4)."""
     warehouse = _shared_warehouse()
     name = f"etl_craft_test_{next(_names)}"
-    with warehouse.engine.connect() as conn:
-        dbapi: Any = conn.connection.dbapi_connection
-        dbapi.execute(f"ATTACH ':memory:' AS {name}")
-        dbapi.execute(f"USE {name}")
+    dbapi: Any = warehouse.held_connection().connection.dbapi_connection
+    dbapi.execute(f"ATTACH ':memory:' AS {name}")
+    dbapi.execute(f"USE {name}")
     watchdog = _watchdog()
     watchdog.arm(deadline.remaining(), dbapi.interrupt)
     clean = fired = False
@@ -184,4 +223,4 @@ def _detach(dbapi: Any, name: str) -> bool:
     return left is not None and left[0] == 0
 
 
-__all__ = ["engine_db", "warehouse_for_test"]
+__all__ = ["engine_db", "forget_inherited", "warehouse_for_test"]

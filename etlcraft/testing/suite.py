@@ -18,6 +18,8 @@ from etlcraft.testing.errors import HermeticError, InvalidTest, SafetyViolation
 from etlcraft.testing.files import project_path
 from etlcraft.testing.manifest import read_manifest
 from etlcraft.testing.runner import Outcome, Project, load_project, run_manifest, test_id
+from etlcraft.testing.sandbox import forget_inherited
+from etlcraft.testing.workers import run_spread, worker_count
 
 #: A project suite runs at most this many manifests (direct tests/*.test.yaml, sorted).
 MAX_SUITE_FILES = 100
@@ -75,28 +77,30 @@ def _listing(root: Path, keep: Any) -> list[str]:
     return [f"tests/{n}" for n in names]
 
 
-def run_suite(root: Path, target: str) -> dict[str, Any]:
+def run_suite(root: Path, target: str, workers: int | None = None) -> dict[str, Any]:
     """Run every manifest TARGET names; the suite report (see module docstring). A safety violation while
-    discovering aborts the suite; every other failure is reported on its test and the suite goes on."""
+    discovering aborts the suite; every other failure is reported on its test and the suite goes on. A large suite
+    is spread over `workers` processes (None: one per available CPU; see etlcraft/testing/workers.py); the report
+    is the same however many ran it, but for durations."""
     started = time.monotonic()
     root = root.absolute()
     try:
         paths = discover(root, target)
     except HermeticError as exc:
         return _suite([], started, error=_error(exc))
-    project: Project | HermeticError | None = None
-    reports = []
-    for path in paths:
-        if project is None:
-            try:
-                project = load_project(root)
-            except HermeticError as exc:
-                project = exc
-        reports.append(_run_one(root, path, project))
+    if not paths:
+        return _suite([], started)
+    project: Project | HermeticError
+    try:
+        project = load_project(root)
+    except HermeticError as exc:
+        project = exc
+    reports = run_spread(paths, lambda path: _run_one(root, path, project), worker_count(len(paths), workers),
+                         forget_inherited)
     return _suite(reports, started)
 
 
-def _run_one(root: Path, path: str, project: Project | HermeticError | None) -> dict[str, Any]:
+def _run_one(root: Path, path: str, project: Project | HermeticError) -> dict[str, Any]:
     started = time.monotonic()
     outcome = Outcome()
     name, dialect, document = path.rsplit("/", 1)[-1], None, None
@@ -107,7 +111,6 @@ def _run_one(root: Path, path: str, project: Project | HermeticError | None) -> 
         name, document = manifest.name, manifest
         if isinstance(project, HermeticError):
             raise project
-        assert project is not None
         dialect = manifest.dialect or project.dialect
         run_manifest(project, manifest, outcome)
         exit_code = errors.EXPECTATION_FAILED if outcome.findings else errors.PASSED

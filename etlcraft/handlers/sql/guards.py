@@ -74,10 +74,22 @@ def _name(stage: Stage, name: str) -> str:
 
 def check_null_keys(session: Session, task: SqlTask, stage: Stage) -> None:
     keys = stage_keys(task, stage)
-    nulls = staging.null_key_rows(session, stage, keys)
+    _refuse_nulls(task, keys, staging.null_key_rows(session, stage, keys))
+
+
+def _refuse_nulls(task: SqlTask, keys: list[str], nulls: int) -> None:
     if nulls:
         raise task.refuse(f"the SELECT returns {nulls} row(s) with a NULL in MERGE_KEY ({', '.join(keys)}); a merge "
                           "needs every key column set: filter those rows out or COALESCE the key")
+
+
+def check_keys(session: Session, task: SqlTask, stage: Stage) -> int:
+    """check_null_keys, and how many key values the stage returns more than once (for one_row_per_key), read in
+    one query."""
+    keys = stage_keys(task, stage)
+    nulls, repeated = staging.null_and_repeated_keys(session, stage, keys)
+    _refuse_nulls(task, keys, nulls)
+    return repeated
 
 
 def dedupe_order(session: Session, task: SqlTask, stage: Stage) -> str:
@@ -93,13 +105,14 @@ def dedupe_order(session: Session, task: SqlTask, stage: Stage) -> str:
     return ", ".join(items)
 
 
-def one_row_per_key(session: Session, task: SqlTask, stage: Stage) -> tuple[Stage, int]:
-    """The stage with one row per key, and how many rows deduplication removed."""
+def one_row_per_key(session: Session, task: SqlTask, stage: Stage, repeated: int) -> tuple[Stage, int]:
+    """The stage with one row per key, and how many rows deduplication removed; `repeated`: how many key values
+    the stage returns more than once (check_keys)."""
     keys = stage_keys(task, stage)
-    repeated, examples = staging.repeated_keys(session, stage, keys)
     if not repeated:
         return stage, 0
     if not task.order:
+        examples = staging.repeated_examples(session, stage, keys)
         raise task.refuse(f"the SELECT returns {repeated} key(s) more than once, for example {examples}; set "
                           "MERGE_DEDUPE_ORDER to keep the first row of each key (for example updated_at DESC), or "
                           "return each key once")

@@ -19,10 +19,28 @@ from __future__ import annotations
 
 from etlcraft.handlers.sql import guards, hashing
 from etlcraft.handlers.sql.spec import SqlTask
-from etlcraft.handlers.sql.staging import HASH_COLUMN, Stage, derive_stage, drop
-from etlcraft.handlers.sql.tables import Outcome, counts, writable
-from etlcraft.handlers.sql.target import ALL_ENGINE_COLUMNS, Target, add_columns, inspect, require
-from etlcraft.handlers.sql.writes import count_rows, insert_rows, insert_values, read_target, update_stamps
+from etlcraft.handlers.sql.staging import HASH_COLUMN, Stage, derive_scratch, drop
+from etlcraft.handlers.sql.tables import Outcome, counts
+from etlcraft.handlers.sql.target import (
+    ALL_ENGINE_COLUMNS,
+    CREATES,
+    REQUIRES,
+    Target,
+    add_columns,
+    check_format,
+    ensure_schema,
+    inspect,
+    new_columns,
+    require,
+)
+from etlcraft.handlers.sql.writes import (
+    count_rows,
+    create_as_select,
+    insert_rows,
+    insert_values,
+    read_target,
+    update_stamps,
+)
 from etlcraft.warehouse.connection import Session
 from etlcraft.warehouse.dialects import Column
 
@@ -32,11 +50,17 @@ _REPLACED_ROW = "etl_craft_replaced_row"  # the scratch column naming the target
 def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) -> Outcome:
     """SCD1_MERGE or SCD2_MERGE: every guard first, then the changes."""
     guards.check_parameter_columns(task, stage)
-    guards.check_null_keys(session, task, stage)
-    deduplicated, duplicates = guards.one_row_per_key(session, task, stage)
+    repeated = guards.check_keys(session, task, stage)
+    deduplicated, duplicates = guards.one_row_per_key(session, task, stage, repeated)
     compare = hashing.compare_columns(task, deduplicated)
     hashing.refuse_floats(task, [(c, c) for c in compare])
-    target, added = writable(session, task, deduplicated)
+    target = inspect(session, task)
+    check_format(task, target, session.dialect.name)
+    if not target.exists:
+        inserted = _create_merged(session, task, target, deduplicated, compare)
+        return Outcome(counts(stage, inserted, insert=inserted, duplicate=duplicates), record_version=True)
+    require(task, target, REQUIRES[task.action])
+    added = new_columns(task, target, deduplicated)
     if task.action == "SCD2_MERGE" and task.missing_keys == "MARK_DELETED":
         require(task, target, ("DELETE_FLAG",))
     hashing.refuse_floats(task, [(c, target.columns.get(c.key, c)) for c in compare])
@@ -52,7 +76,19 @@ def merge(session: Session, task: SqlTask, stage: Stage, version: int | None) ->
     drop(session, hashed)
     return Outcome(counts(stage, before.count + inserted + markers, insert=inserted + markers, update=updated,
                           delete=closed, duplicate=duplicates),
-                   record_version=record or target.created, absent_closed=closed, markers=markers)
+                   record_version=record, absent_closed=closed, markers=markers)
+
+
+def _create_merged(session: Session, task: SqlTask, target: Target, stage: Stage, compare: list[Column]) -> int:
+    """A merge into a missing target: every key is new, so there is nothing to compare, update or close. The target
+    is created with the action's engine-managed columns and every deduplicated row at once (CREATE TABLE AS), each
+    with its version-2 hash and ROW_ID in key order from 1: the rows the general path would insert into a target
+    created empty. The rows written."""
+    ensure_schema(session, task, target)
+    keys = [(k, k) for k in guards.stage_keys(task, stage)]
+    return create_as_select(session, task, target, stage.ref, stage.columns, CREATES[task.action],
+                            order=_order(session, keys), hash_sql=hashing.hash_sql(session.dialect,
+                                                                                   [(c, c) for c in compare]))
 
 
 def _hashed(session: Session, task: SqlTask, stage: Stage, target: Target,
@@ -60,7 +96,8 @@ def _hashed(session: Session, task: SqlTask, stage: Stage, target: Target,
     """The deduplicated stage with its version-2 hash, indexed on the key where that helps."""
     dialect = session.dialect
     query = f"SELECT s.*, {hashing.hash_sql(dialect, pairs)} AS {dialect.quote(HASH_COLUMN)} FROM {stage.ref} s"
-    hashed = derive_stage(session, task, "merge", query)
+    hashed = derive_scratch(session, task, "merge", query,
+                            (*stage.columns, dialect.column(HASH_COLUMN, "VARCHAR")))
     for statement in dialect.prepare_stage(hashed.name, guards.stage_keys(task, stage)):
         session.run(statement)
     return hashed
@@ -119,12 +156,13 @@ def _replace(session: Session, task: SqlTask, target: Target, hashed: Stage, key
     values = dict(assignments)
     names = [c.name for c in target.columns.values()]
     select = ", ".join(f"{values.get(name, f't.{q(name)}')} AS {q(name)}" for name in names)
-    replaced = derive_stage(session, task, "replace",
-                            f"SELECT t.rowid AS {q(_REPLACED_ROW)}, {select} FROM {target.ref} AS t "
-                            f"JOIN {hashed.ref} AS s ON {_match(session, keys)} WHERE {changed}")
-    session.run(f"DELETE FROM {target.ref} WHERE rowid IN (SELECT {q(_REPLACED_ROW)} FROM {replaced.ref})")
-    columns = ", ".join(q(name) for name in names)
-    session.run(f"INSERT INTO {target.ref} ({columns}) SELECT {columns} FROM {replaced.ref}")
+    replaced = derive_scratch(session, task, "replace",
+                              f"SELECT t.rowid AS {q(_REPLACED_ROW)}, {select} FROM {target.ref} AS t "
+                              f"JOIN {hashed.ref} AS s ON {_match(session, keys)} WHERE {changed}", ())
+    if replaced.rows:  # no changed row: nothing to delete or insert
+        session.run(f"DELETE FROM {target.ref} WHERE rowid IN (SELECT {q(_REPLACED_ROW)} FROM {replaced.ref})")
+        columns = ", ".join(q(name) for name in names)
+        session.run(f"INSERT INTO {target.ref} ({columns}) SELECT {columns} FROM {replaced.ref}")
     drop(session, replaced)
     return replaced.rows or 0
 
@@ -167,9 +205,10 @@ def _missing_keys(session: Session, task: SqlTask, target: Target, hashed: Stage
         return session.run(dialect.update_absent_from_stage(target.ref, hashed.ref, keys, assignments, current)), 0
     flag = _col(session, target, "DELETE_FLAG")
     current += f" AND ({flag} IS NULL OR {flag} <> 'Y')"
-    absent = derive_stage(session, task, "absent",
-                          f"SELECT t.* FROM {target.ref} t WHERE {current} AND NOT EXISTS "
-                          f"(SELECT 1 FROM {hashed.ref} s WHERE {_match(session, keys)})")
+    absent = derive_scratch(session, task, "absent",
+                            f"SELECT t.* FROM {target.ref} t WHERE {current} AND NOT EXISTS "
+                            f"(SELECT 1 FROM {hashed.ref} s WHERE {_match(session, keys)})",
+                            tuple(target.columns.values()))
     markers = _insert_markers(session, task, target, keys, absent, row_base) if absent.rows else 0
     closed = session.run(dialect.update_from_stage(target.ref, absent.ref, [(a, a) for a, _ in keys], assignments,
                                                    current)) if absent.rows else 0
@@ -224,7 +263,8 @@ def delete_rows(session: Session, task: SqlTask, stage: Stage, version: int | No
 def _distinct_keys(session: Session, task: SqlTask, stage: Stage) -> Stage:
     keys = guards.stage_keys(task, stage)
     columns = ", ".join(session.dialect.quote(k) for k in keys)
-    key_stage = derive_stage(session, task, "keys", f"SELECT DISTINCT {columns} FROM {stage.ref}")
+    key_stage = derive_scratch(session, task, "keys", f"SELECT DISTINCT {columns} FROM {stage.ref}",
+                               tuple(c for c in stage.columns if c.name in keys))
     for statement in session.dialect.prepare_stage(key_stage.name, keys):
         session.run(statement)
     return key_stage

@@ -56,23 +56,36 @@ def output_names(session: Session, task: SqlTask) -> list[str]:
 def build_stage(session: Session, task: SqlTask, *, empty: bool = False) -> Stage:
     """Run the SELECT into a new scratch table (`empty`: only its shape) and read its columns."""
     name = scratch_name(task, "stage")
-    session.run(session.dialect.create_scratch(name, wrap(task.select, empty=empty)))
-    return _stage(session, name, counted=not empty)
+    written = session.run(session.dialect.create_scratch(name, wrap(task.select, empty=empty)))
+    return _stage(session, name, None if empty else written)
 
 
 def derive_stage(session: Session, task: SqlTask, what: str, query: str) -> Stage:
     """A scratch table holding the rows of `query` (etl-craft's own SQL over another scratch table)."""
     name = scratch_name(task, what)
-    session.run(session.dialect.create_scratch(name, query))
-    return _stage(session, name, counted=True)
+    written = session.run(session.dialect.create_scratch(name, query))
+    return _stage(session, name, written)
 
 
-def _stage(session: Session, name: str, *, counted: bool) -> Stage:
+def derive_scratch(session: Session, task: SqlTask, what: str, query: str, columns: tuple[Column, ...]) -> Stage:
+    """derive_stage for a query whose columns the caller knows (etl-craft's own columns over a stage's): the
+    catalog is not read again."""
+    name = scratch_name(task, what)
+    written = session.run(session.dialect.create_scratch(name, query))
+    return Stage(name, session.dialect.scratch(name), columns, _rows(session, session.dialect.scratch(name), written))
+
+
+def _stage(session: Session, name: str, written: int | None) -> Stage:
+    """The scratch table's columns, read from the catalog, and its rows: the count CREATE TABLE AS reported (both
+    warehouses report it), counted only when the driver could not say. `written` None: not counted."""
     dialect = session.dialect
     columns = tuple(dialect.column(n, t) for n, t in session.rows(dialect.scratch_columns_sql(name)))
     ref = dialect.scratch(name)
-    rows = int(session.scalar(f"SELECT COUNT(*) FROM {ref}")) if counted else None
-    return Stage(name, ref, columns, rows)
+    return Stage(name, ref, columns, None if written is None else _rows(session, ref, written))
+
+
+def _rows(session: Session, ref: str, written: int) -> int:
+    return written if written >= 0 else int(session.scalar(f"SELECT COUNT(*) FROM {ref}"))
 
 
 def drop(session: Session, stage: Stage) -> None:
@@ -90,9 +103,13 @@ def key_examples(session: Session, keys: list[str], query: str) -> tuple[int, st
     """How many key values `query` (selecting the key columns) returns, and up to five of them as text
     (customer_id=7; customer_id=9)."""
     count = int(session.scalar(f"SELECT COUNT(*) FROM ({query}) etl_k"))
-    rows = session.rows(f"{query} LIMIT {EXAMPLES}") if count else []
-    text = "; ".join(", ".join(f"{k}={_show(v)}" for k, v in zip(keys, row, strict=True)) for row in rows)
-    return count, text
+    return count, examples_of(session, keys, query) if count else ""
+
+
+def examples_of(session: Session, keys: list[str], query: str) -> str:
+    """Up to five of the key values `query` returns, as text (customer_id=7; customer_id=9)."""
+    rows = session.rows(f"{query} LIMIT {EXAMPLES}")
+    return "; ".join(", ".join(f"{k}={_show(v)}" for k, v in zip(keys, row, strict=True)) for row in rows)
 
 
 def _show(value: object) -> str:
@@ -100,17 +117,35 @@ def _show(value: object) -> str:
 
 
 def null_key_rows(session: Session, stage: Stage, keys: list[str]) -> int:
-    """Rows of the stage with a NULL in any key column (B5)."""
+    """Rows of the stage with a NULL in any key column (B5); a stage without rows is not read."""
+    return 0 if stage.rows == 0 else int(session.scalar(f"SELECT {_null_rows(session, stage, keys)}"))
+
+
+def _null_rows(session: Session, stage: Stage, keys: list[str]) -> str:
     q = session.dialect.quote
     where = " OR ".join(f"{q(k)} IS NULL" for k in keys)
-    return int(session.scalar(f"SELECT COUNT(*) FROM {stage.ref} WHERE {where}"))
+    return f"(SELECT COUNT(*) FROM {stage.ref} WHERE {where})"
 
 
-def repeated_keys(session: Session, stage: Stage, keys: list[str]) -> tuple[int, str]:
-    """Key values the stage returns more than once, counted, with examples."""
+def _repeated(session: Session, stage: Stage, keys: list[str]) -> str:
+    """The key values the stage returns more than once, in key order."""
     columns = ", ".join(session.dialect.quote(k) for k in keys)
-    return key_examples(session, keys, f"SELECT {columns} FROM {stage.ref} GROUP BY {columns} HAVING COUNT(*) > 1 "
-                                       f"ORDER BY {columns}")
+    return f"SELECT {columns} FROM {stage.ref} GROUP BY {columns} HAVING COUNT(*) > 1 ORDER BY {columns}"
+
+
+def null_and_repeated_keys(session: Session, stage: Stage, keys: list[str]) -> tuple[int, int]:
+    """Rows of the stage with a NULL in any key column (B5), and key values it returns more than once: one query
+    (a stage without rows has neither, and is not read)."""
+    if stage.rows == 0:
+        return 0, 0
+    nulls, repeated = session.rows(f"SELECT {_null_rows(session, stage, keys)}, "
+                                   f"(SELECT COUNT(*) FROM ({_repeated(session, stage, keys)}) etl_k)")[0]
+    return int(nulls), int(repeated)
+
+
+def repeated_examples(session: Session, stage: Stage, keys: list[str]) -> str:
+    """Up to five key values the stage returns more than once."""
+    return examples_of(session, keys, _repeated(session, stage, keys))
 
 
 def ranked_ties(session: Session, task: SqlTask, stage: Stage, keys: list[str], order: str
@@ -123,7 +158,7 @@ def ranked_ties(session: Session, task: SqlTask, stage: Stage, keys: list[str], 
     name = scratch_name(task, "ranked")
     session.run(session.dialect.create_scratch(name, (
         f"SELECT s.*, RANK() OVER (PARTITION BY {columns} ORDER BY {order}) AS {q(RANK_COLUMN)} FROM {stage.ref} s")))
-    ranked = _stage(session, name, counted=False)
+    ranked = _stage(session, name, None)
     firsts = f"SELECT DISTINCT {every} FROM {ranked.ref} WHERE {q(RANK_COLUMN)} = 1"
     count, examples = key_examples(session, keys, f"SELECT {columns} FROM ({firsts}) etl_f GROUP BY {columns} "
                                                   f"HAVING COUNT(*) > 1 ORDER BY {columns}")

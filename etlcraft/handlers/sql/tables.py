@@ -22,6 +22,7 @@ from etlcraft.handlers.sql.target import (
     add_engine_columns,
     check_format,
     create_empty,
+    ensure_schema,
     inspect,
     new_columns,
     require,
@@ -66,8 +67,8 @@ def create_table(session: Session, task: SqlTask, stage: Stage, version: int | N
     if target.exists:
         _refuse_dependent_views(session, task)
         session.run(f"DROP TABLE {target.ref}")
-    elif not session.rows(session.dialect.schema_exists_sql(task.target)):
-        session.run(session.dialect.create_schema(task.target))
+    else:
+        ensure_schema(session, task, target)
     rows = create_as_select(session, task, target, stage.ref, stage.columns, CREATES["CREATE_TABLE"])
     return Outcome(counts(stage, rows, insert=rows, delete=old_rows), record_version=True)
 
@@ -100,8 +101,10 @@ def overwrite_table(session: Session, task: SqlTask, stage: Stage, version: int 
     """Replace the target's rows with the SELECT's, keeping the table itself (definition, grants, comments)."""
     target, added = writable(session, task, stage)
     add_columns(session, target, added)
-    old_rows = count_rows(session, target)
-    session.run(session.dialect.clear_table(target.ref))
+    old_rows = 0
+    if not target.created:  # a target made by this attempt is empty already
+        old_rows = count_rows(session, target)
+        session.run(session.dialect.clear_table(target.ref))
     inserted = insert_rows(session, task, target, stage.ref, stage.columns, row_base=0)
     return Outcome(counts(stage, inserted, insert=inserted, delete=old_rows), record_version=target.created)
 

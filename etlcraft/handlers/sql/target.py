@@ -41,6 +41,7 @@ class Target:
     columns: dict[str, Column] = field(default_factory=dict)  # by lower-case name, in table order
     table_format: str | None = None  # None: the table does not exist
     created: bool = False  # created by this attempt
+    schema_exists: bool = True  # whether its schema exists (read with the relation)
 
     @property
     def exists(self) -> bool:
@@ -58,7 +59,12 @@ def inspect(session: Session, task: SqlTask) -> Target:
     """The target as the warehouse has it now. A view is refused: etl-craft writes tables."""
     dialect = session.dialect
     target = Target(dialect.table(task.target))
-    found = session.rows(dialect.relation_sql(task.target))
+    # One catalog read: the relation and, for a target to create, whether its schema exists.
+    schema = dialect.schema_exists_sql(task.target)
+    rows = session.rows(f"SELECT * FROM (\n{dialect.relation_sql(task.target)}\n) etl_r\n"
+                        f"UNION ALL SELECT 'schema', 'schema' FROM (\n{schema}\n) etl_s")
+    found = [row for row in rows if row[0] != "schema"]
+    target.schema_exists = len(found) < len(rows)
     if not found:
         return target
     kind, table_format = found[0]
@@ -156,14 +162,21 @@ def add_engine_columns(session: Session, target: Target, names: Iterable[str]) -
 
 
 def create_empty(session: Session, task: SqlTask, target: Target, stage: Stage) -> None:
-    """Create the target with the stage's columns and types and the action's engine-managed columns, no rows."""
+    """Create the target with the stage's columns and types and the action's engine-managed columns, no rows
+    (`target` as inspect found it: missing). Its columns are the ones it was made with, not read back."""
     dialect = session.dialect
     q = dialect.quote
-    schema_missing = not session.rows(dialect.schema_exists_sql(task.target))
-    if schema_missing:
-        session.run(dialect.create_schema(task.target))
-    engine = [f"CAST(NULL AS {ENGINE_COLUMN_TYPES[n]}) AS {q(dialect.engine_name(n))}" for n in CREATES[task.action]]
-    select = ", ".join([*(f"s.{q(c.name)}" for c in stage.columns), *engine])
+    ensure_schema(session, task, target)
+    engine = [dialect.column(dialect.engine_name(n), ENGINE_COLUMN_TYPES[n]) for n in CREATES[task.action]]
+    select = ", ".join([*(f"s.{q(c.name)}" for c in stage.columns),
+                        *(f"CAST(NULL AS {c.type}) AS {q(c.name)}" for c in engine)])
     session.run(f"CREATE TABLE {target.ref} AS SELECT {select} FROM {stage.ref} s WHERE 1 = 0")
     target.table_format, target.created = "native", True
-    target.columns = {c.key: c for c in _columns(session, task)}
+    target.columns = {c.key: c for c in (*stage.columns, *engine)}
+
+
+def ensure_schema(session: Session, task: SqlTask, target: Target) -> None:
+    """Create the missing target's schema, when inspect found it missing too."""
+    if not target.schema_exists:
+        session.run(session.dialect.create_schema(task.target))
+        target.schema_exists = True

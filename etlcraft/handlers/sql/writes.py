@@ -53,7 +53,10 @@ class TargetRows:
 
 def read_target(session: Session, task: SqlTask, target: Target, *, own_rows: bool = False) -> TargetRows:
     """COUNT(*), MAX(ROW_ID) and, with `own_rows` (APPEND_TABLE's retry), the rows of this task run, in one
-    statement: one scan of the target. Read in the write's transaction, under the target's Engine DB lock."""
+    statement: one scan of the target. Read in the write's transaction, under the target's Engine DB lock. A target
+    this attempt created has no rows yet, and is not read."""
+    if target.created:
+        return TargetRows(count=0, max_row_id=0, of_task_run=0)
     q = session.dialect.quote
     row_id = f"MAX({q(target.name_of('ROW_ID'))})" if target.has("ROW_ID") else "NULL"
     of_task_run = (f"COUNT(CASE WHEN {q(target.name_of('TASK_RUN_ID'))} = {task.stamp.task_run_id} THEN 1 END)"
@@ -81,16 +84,17 @@ def insert_rows(session: Session, task: SqlTask, target: Target, source: str, co
 
 
 def create_as_select(session: Session, task: SqlTask, target: Target, source: str, columns: tuple[Column, ...],
-                     engine_columns: tuple[str, ...]) -> int:
-    """CREATE TABLE target AS the rows of `source` with `engine_columns` filled in; the rows written."""
+                     engine_columns: tuple[str, ...], *, order: str = "", hash_sql: str | None = None) -> int:
+    """CREATE TABLE target AS the rows of `source` (alias s) with `engine_columns` filled in (ROW_ID numbered in
+    `order` from 1, HASH_KEY from `hash_sql` when given); the rows written, as CREATE TABLE AS reports them."""
     dialect = session.dialect
     q = dialect.quote
-    values = insert_values(dialect, task)
+    values = insert_values(dialect, task, order=order, hash_sql=hash_sql)
     engine = [f"CAST({values.get(n, 'NULL')} AS {ENGINE_COLUMN_TYPES[n]}) AS {q(dialect.engine_name(n))}"
               for n in engine_columns]
     select = ", ".join([*(f"s.{q(c.name)}" for c in columns), *engine])
-    session.run(f"CREATE TABLE {target.ref} AS\nSELECT {select}\n  FROM {source} s")
-    return count_rows(session, target)
+    written = session.run(f"CREATE TABLE {target.ref} AS\nSELECT {select}\n  FROM {source} s")
+    return written if written >= 0 else count_rows(session, target)
 
 
 def count_rows(session: Session, target: Target, where: str = "") -> int:
