@@ -31,7 +31,8 @@ from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one, statement
 from etlcraft.supervisor.child import ChildRequest
-from etlcraft.supervisor.local import Ended, LocalSupervisor
+from etlcraft.supervisor.local import Ended
+from etlcraft.supervisor.pools import AttemptSpec, LocalPool
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class RunDriver:
         self.children: set[int] = set()  # this run's attempts whose task processes the supervisor watches
         self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
         self.task_codes: dict[int, str] = {}
+        self.tasks: dict[int, dict[str, Any]] = {}  # what a pool is told of each task (run_task_specs)
         self.wake_at = 0.0  # time.monotonic() of the next look; 0: now
         self.lost: str | None = None  # set when the run's lease was found lost
         self.starved = False  # its queued attempts found no free slot of the supervisor's
@@ -116,12 +118,13 @@ class RunDriver:
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
-    def step(self, supervisor: LocalSupervisor, dispatch: bool = True, state: RunState | None = None) -> bool:
+    def step(self, pool: LocalPool, dispatch: bool = True, state: RunState | None = None) -> bool:
         """One turn; False once the run has nothing left to do here: then either outcome.message says why it was
         left (lease lost, paused) or the run is ready to be finalized (finish). With dispatch False (the overseer
         is stopping) nothing new is started. `state` is the run's state read at the start of the turn (read here
         when not given)."""
         now = time.monotonic()
+        supervisor = pool.supervisor
         if self.lost:
             self.outcome.ended += supervisor.stop_all(f"stopped: {self.lost}", only=set(self.children))
             self.children.clear()
@@ -130,7 +133,7 @@ class RunDriver:
         if state is None:
             state = self.read_state()
         if self.children and state.cancel_requested:
-            self._stop_cancelled(supervisor)
+            self._stop_cancelled(pool)
         if self.waited_on and not state.foreign_live:
             # The other owner's attempts it waited for have ended, or were reconciled LOST (by the server's own
             # reconcile, between two of its turns): a LOST one runs again (requeue_lost) before anything is
@@ -140,7 +143,7 @@ class RunDriver:
             state = self.read_state()  # what it queued again is due now
         self.starved = False
         self.new_gate_wait = False
-        started = self._dispatch(supervisor, state) if dispatch else False
+        started = self._dispatch(pool, state) if dispatch else False
         if self.new_gate_wait:  # a gate began to wait in this turn: its next look is not in the state read before
             state = self.read_state()
         if self.children:
@@ -185,13 +188,13 @@ class RunDriver:
         fault_point("before_finalize")
         ride_out(self._finalize, seconds=self.settings.lease_seconds)
 
-    def stop(self, supervisor: LocalSupervisor, reason: str) -> None:
+    def stop(self, pool: LocalPool, reason: str) -> None:
         """Stop this run's task processes (their attempts recorded interrupted) and release the run, IN-PROGRESS."""
-        self.outcome.ended += supervisor.stop_all(reason, only=set(self.children))
+        self.outcome.ended += pool.supervisor.stop_all(reason, only=set(self.children))
         self.children.clear()
         self.release()
 
-    def release_orphans(self, supervisor: LocalSupervisor) -> None:
+    def release_orphans(self, pool: LocalPool) -> None:
         """After an outage: an attempt this supervisor claimed whose answer was lost with the connection is CLAIMED
         by it but has no process. Nothing runs it, so it is recorded LOST at once (the retry rule or requeue_lost
         queues it again) instead of holding the run until its lease expires."""
@@ -199,7 +202,7 @@ class RunDriver:
             claimed = fetch_all(self.db, conn, "run_own_claimed_attempts", run_id=self.run_id,
                                 owner_id=self.settings.owner_id)
         for row in claimed:
-            if row["attempt_id"] in supervisor.children:
+            if row["attempt_id"] in pool.supervisor.children:
                 continue
             with contextlib.suppress(StaleTransitionError):
                 call(self.db, "lose_attempt", attempt_id=row["attempt_id"], owner_id=self.settings.owner_id,
@@ -214,7 +217,7 @@ class RunDriver:
     def read_state(self) -> RunState:
         return read_states(self.db, self.settings.owner_id, [self.run_id])[self.run_id]
 
-    def _dispatch(self, supervisor: LocalSupervisor, state: RunState) -> bool:
+    def _dispatch(self, pool: LocalPool, state: RunState) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""
         started = False
         ready = [t for t in call(self.db, "ready_tasks", run_id=self.run_id)
@@ -245,49 +248,55 @@ class RunDriver:
         waiting = started or (state.next_queued is not None and state.next_queued <= self.db.clock.now())
         if not waiting:  # nothing queued is due: no claim to try
             return started
-        if self._free(supervisor) > 0:
-            self._claim_and_start(supervisor)
+        if pool.supervisor.free > 0:
+            self._claim_and_start(pool)
         elif not self.children:
-            self.starved = supervisor.free <= 0  # woken when a slot frees (the server's slot queue)
+            self.starved = True  # woken when a slot frees (the server's slot queue)
         return started
 
-    def _free(self, supervisor: LocalSupervisor) -> int:
-        """Slots this run may fill now: its own (the pipeline's Max_parallel_tasks) within the supervisor's."""
-        return min(self.settings.slots - len(self.children), supervisor.free)
-
-    def _claim_and_start(self, supervisor: LocalSupervisor) -> None:
-        """Claim this run's queued attempts (every pool and slot kind they wait in) and start their processes."""
+    def _claim_and_start(self, pool: LocalPool) -> None:
+        """Claim this run's queued attempts (every local pool and slot kind they wait in) and start their processes,
+        within the supervisor's free slots: the pipeline's and project's limits are the Engine DB's (claim_attempt
+        skips what is at its limit)."""
         with self.db.read() as conn:
             queues = [(r["pool"], r["slot_kind"]) for r in fetch_all(self.db, conn, "run_queued_pools",
                                                                       run_id=self.run_id)]
-        for pool, kind in queues:
-            if self._free(supervisor) <= 0:
+        for name, kind in queues:
+            if pool.supervisor.free <= 0:
                 # Every slot of the supervisor is taken (by other runs, where it drives several): starved.
-                self.starved = supervisor.free <= 0
+                self.starved = True
                 return
             with holding_stops():  # a stop finds each claimed attempt started and supervised, never claimed only (B3)
-                self._claim_pool(supervisor, pool, kind)
+                self._take(pool, name, kind)
 
-    def _claim_pool(self, supervisor: LocalSupervisor, pool: str, kind: str) -> None:
-        # Not durable: a claim lost in a server crash is refused at the task process's start_attempt, which runs
-        # before the task does anything and whose synchronous commit makes the claim durable too.
-        claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
-                       lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
-                       max_attempts=self._free(supervisor), durable=False)
-        for attempt in claimed:
-            fault_point("attempt_claimed")
-            code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
-            try:
-                supervisor.start(attempt.attempt_id, code, self.policies(attempt.task_id).timeout,
-                                 self.settings.log_dir)
-            except EtlCraftError as exc:  # the attempt is recorded FAILED (B2): the retry rule retries it or not
-                ended = Ended(attempt.attempt_id, code, "FAILED", None)
+    def _take(self, pool: LocalPool, name: str, kind: str) -> None:
+        for done in pool.take(self.run_id, name, kind, pool.supervisor.free, self._spec, self.settings.log_dir):
+            code = done.spec.task_code
+            if done.error is not None:  # recorded FAILED (B2): the retry rule retries it or not
+                ended = Ended(done.spec.attempt_id, code, "FAILED", None)
                 self.outcome.ended.append(ended)
-                self.on_event(f"{code}: FAILED ({exc})")
+                self.on_event(f"{code}: FAILED ({done.error})")
                 self._say_retry(ended)
                 continue
-            self.children.add(attempt.attempt_id)
-            self.on_event(f"{code}: started attempt {attempt.attempt_id}")
+            self.children.add(done.spec.attempt_id)
+            self.on_event(f"{code}: started attempt {done.spec.attempt_id}")
+
+    def _spec(self, attempt: Any, pool: str, kind: str) -> AttemptSpec:
+        """The spec of an attempt claim_attempt returned, from what the driver knows of its run (one read of the
+        run's tasks, the first time)."""
+        task_id = int(attempt.task_id)
+        if task_id not in self.tasks:
+            with self.db.read() as conn:
+                rows = fetch_all(self.db, conn, "run_task_specs", run_id=self.run_id)
+            self.tasks.update({int(r["task_id"]): r for r in rows})
+            self.task_codes.update({int(r["task_id"]): str(r["task_code"]) for r in rows})
+        task = self.tasks[task_id]
+        return AttemptSpec(
+            attempt_id=int(attempt.attempt_id), task_run_id=int(attempt.task_run_id),
+            pipeline_run_id=int(attempt.pipeline_run_id), project_code=str(task["project_code"]),
+            pipeline_code=str(task["pipeline_code"]), task_code=str(task["task_code"]), handler=str(task["handler"]),
+            pool=pool, slot_kind=kind, timeout_seconds=self.policies(task_id).timeout,
+            lease_seconds=self.settings.lease_seconds)
 
     def _task_code(self, task_id: int) -> str:
         with self.db.read() as conn:
@@ -325,14 +334,14 @@ class RunDriver:
             f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline-code {code}, "
             f"then etl-craft run --pipeline-code {code} --run-id {self.run_id} carries on")
 
-    def _stop_cancelled(self, supervisor: LocalSupervisor) -> None:
+    def _stop_cancelled(self, pool: LocalPool) -> None:
         """The run was cancelled: its running attempts end CANCELLED (their owner acknowledges the request) and their
         process groups are stopped; finalize_run then ends the run CANCELLED."""
         reason = f"run {self.run_id} was cancelled"
         for attempt_id in list(self.children):
             with contextlib.suppress(StaleTransitionError):  # it ended meanwhile: its outcome stands
                 call(self.db, "cancel_attempt", attempt_id=attempt_id, reason=reason, owner_id=self.settings.owner_id)
-        for ended in supervisor.stop_all(reason, only=set(self.children)):
+        for ended in pool.supervisor.stop_all(reason, only=set(self.children)):
             self.outcome.ended.append(ended)
             self.on_event(f"{ended.task_code}: {ended.status} ({reason})")
         self.children.clear()

@@ -25,6 +25,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.overseer.driver import RunDriver, RunOutcome, RunSettings, TaskPolicy
 from etlcraft.supervisor.local import LocalSupervisor
+from etlcraft.supervisor.pools import LocalPool
 
 SYSTEM_KIND = ActorKind.SYSTEM
 
@@ -107,6 +108,7 @@ class RunLoop:
         except EtlCraftError:
             self.driver.release()  # nothing was claimed: the next etl-craft run resumes the run at once
             raise
+        self.pool = LocalPool(db, self.supervisor)
 
     @property
     def task_codes(self) -> dict[int, str]:
@@ -131,7 +133,7 @@ class RunLoop:
                 except Interrupted as exc:
                     interrupted = True
                     reason = f"the etl-craft run supervising it received {exc}"
-                    self.driver.stop(self.supervisor, reason)
+                    self.driver.stop(self.pool, reason)
                     self.outcome.message = f"{reason}; run {self.run_id} is left IN-PROGRESS to resume"
                     exc.run_id = self.run_id
                     raise
@@ -147,7 +149,7 @@ class RunLoop:
         while True:
             try:
                 if outage is not None:
-                    self.driver.release_orphans(self.supervisor)
+                    self.driver.release_orphans(self.pool)
                     outage = None
                 if not self._step(heartbeat):
                     break
@@ -168,10 +170,11 @@ class RunLoop:
         """One turn of the run, then a wait for its task processes or its next due time; False once it is done."""
         if heartbeat.lost:
             self.driver.lost = heartbeat.lost
-        if not self.driver.step(self.supervisor):
+        if not self.driver.step(self.pool):
             return False
         wait = min(self.driver.wake_at - time.monotonic(), self.settings.heartbeat_seconds)
         for ended in self.supervisor.wait(timeout=max(0.0, wait)):
             fault_point("child_reaped")
+            self.pool.forget(ended.attempt_id)
             self.driver.ended(ended)
         return True

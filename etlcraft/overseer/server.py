@@ -51,6 +51,7 @@ from etlcraft.overseer.local import stop_signals
 from etlcraft.overseer.schedules import Scheduler
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
+from etlcraft.supervisor.pools import LocalPool
 
 LEADER_LOCK = "etl-craft:overseer"
 SERVER_ACTOR = Actor("etl-craft server", ActorKind.SYSTEM)
@@ -227,6 +228,7 @@ class Server:
         # (a task process that outlives a killed server would otherwise keep its successor from leading).
         self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
                                           self.run_settings("", 0, None).log_dir)
+        self.pool = LocalPool(self.db, self.supervisor)
         lock = try_hold(self.db, LEADER_LOCK)
         if lock is None:
             raise RefusedByPolicyError(self._active_message())
@@ -299,7 +301,7 @@ class Server:
         try:
             if self.outage is not None:
                 for driver in self.drivers.values():
-                    driver.release_orphans(self.supervisor)
+                    driver.release_orphans(self.pool)
                 self.outage = None
             if not self.stopping:
                 self._work(now)
@@ -364,7 +366,7 @@ class Server:
         states = read_states(self.db, self.settings.owner_id, [run_id for run_id, _ in due])  # one read
         for run_id, driver in due:
             try:
-                if driver.step(self.supervisor, state=states.get(run_id)):
+                if driver.step(self.pool, state=states.get(run_id)):
                     continue
                 driver.finish()
             except EngineUnreachableError:
@@ -415,6 +417,7 @@ class Server:
                 pass
 
     def _route(self, ended: Ended) -> None:
+        self.pool.forget(ended.attempt_id)
         for driver in self.drivers.values():
             if ended.attempt_id in driver.children:
                 driver.ended(ended)
@@ -506,7 +509,7 @@ class Server:
         """Stop every task process (attempts recorded interrupted, queued again) and release every run."""
         for driver in self.drivers.values():
             with contextlib.suppress(EtlCraftError):
-                driver.stop(self.supervisor, reason)
+                driver.stop(self.pool, reason)
         for ended in self.supervisor.stop_all(reason):  # any child no driver knew of
             self._route(ended)
         self.drivers.clear()

@@ -181,3 +181,28 @@ SELECT w.TASK_ID, w.LOOKS, w.NEXT_CHECK_AT, w.WAIT_UNTIL, w.WAITING_FOR
 -- name: business_rules_of :many
 SELECT BUSINESS_RULE_ID, RULE_CODE, RULE_TYPE, KEY_COLUMN, RULE_SQL FROM {CFG_BUSINESS_RULES}
  WHERE TASK_ID = :task_id AND ACTIVE_FLAG = 'Y' ORDER BY RULE_CODE;
+
+-- name: pool_attempt :one
+-- One attempt as a pool sees it (etlcraft.supervisor.pools): status, owner, pool, slot kind, task.
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID, a.CANCEL_REQUESTED_AT,
+       a.CANCEL_ACKNOWLEDGED_AT, t.TASK_CODE, t.HANDLER
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+  JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
+ WHERE a.ATTEMPT_ID = :attempt_id;
+
+-- name: owner_live_attempts :many
+-- The attempts :owner_id holds (CLAIMED or RUNNING), whatever their run: what a local pool reconciles.
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID
+  FROM {AUD_TASK_ATTEMPTS} a
+ WHERE a.OWNER_ID = :owner_id AND a.STATUS IN ('CLAIMED', 'RUNNING')
+ ORDER BY a.ATTEMPT_ID;
+
+-- name: run_task_specs :many
+-- What a pool is told of each active task of the run's pipeline: its code, handler, project and pipeline.
+SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, p.PIPELINE_CODE, pr.PROJECT_CODE
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+  JOIN {CFG_PROJECTS} pr ON pr.PROJECT_ID = p.PROJECT_ID
+  JOIN {CFG_TASKS} t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
+ WHERE r.PIPELINE_RUN_ID = :run_id;
