@@ -32,7 +32,7 @@ from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one, statement
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended
-from etlcraft.supervisor.pools import AttemptSpec, LocalPool
+from etlcraft.supervisor.pools import LOCAL, AttemptSpec, LocalPool
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ class RunState:
     cancel_requested: bool
     next_queued: datetime | None  # when its earliest QUEUED attempt is due (a retry's NOT_BEFORE, else now)
     next_check: datetime | None  # the next look at a task gate that waits
-    foreign_live: int  # its attempts live under another owner
+    foreign_live: int  # its attempts of LOCAL pools live under another owner
+    queue_live: int  # its attempts of QUEUE pools QUEUED, CLAIMED or RUNNING (workers run them)
     pause: dict[str, Any] | None  # its pipeline's open pause
 
     @property
@@ -82,6 +83,7 @@ def read_states(db: EngineDB, owner_id: str, run_ids: Collection[int]) -> dict[i
         next_queued=as_utc(r["next_queued"]) if r["next_queued"] is not None else None,
         next_check=as_utc(r["next_check"]) if r["next_check"] is not None else None,
         foreign_live=int(r["foreign_live"] or 0),
+        queue_live=int(r["queue_live"] or 0),
         pause=None if r["paused_at"] is None else {"pipeline_code": r["pipeline_code"], "paused_by": r["paused_by"],
                                                    "pause_reason": r["pause_reason"]},
     ) for r in rows}
@@ -115,6 +117,9 @@ class RunDriver:
         self.lost: str | None = None  # set when the run's lease was found lost
         self.starved = False  # its queued attempts found no free slot of the supervisor's
         self.new_gate_wait = False  # a task gate began to wait in this turn
+        self.queue_waiting = False  # it waits for attempts that workers run (QUEUE pools): a notification wakes it
+        self.next_queue_look = 0.0  # time.monotonic() of the next look at the workers it waits for
+        self.no_worker: set[str] = set()  # QUEUE pools it said have no active worker (said once, until one comes)
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
@@ -147,6 +152,7 @@ class RunDriver:
         if self.new_gate_wait:  # a gate began to wait in this turn: its next look is not in the state read before
             state = self.read_state()
         if self.children:
+            self.queue_waiting = bool(state.queue_live)
             self.wake_at = now + self._until_due(state)
             return True
         if not dispatch:
@@ -158,6 +164,10 @@ class RunDriver:
             self.wake_at = now
             return True
         if state.foreign_live and self._foreign_attempts_live():
+            return True
+        self.queue_waiting = bool(state.queue_live)
+        if self.queue_waiting:
+            self._wait_for_workers()
             return True
         if state.pause is not None:  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
             self._paused(state.pause)
@@ -259,9 +269,11 @@ class RunDriver:
         within the supervisor's free slots: the pipeline's and project's limits are the Engine DB's (claim_attempt
         skips what is at its limit)."""
         with self.db.read() as conn:
-            queues = [(r["pool"], r["slot_kind"]) for r in fetch_all(self.db, conn, "run_queued_pools",
-                                                                      run_id=self.run_id)]
-        for name, kind in queues:
+            queues = [(r["pool"], r["slot_kind"], r["provider"])
+                      for r in fetch_all(self.db, conn, "run_queued_pools", run_id=self.run_id)]
+        for name, kind, provider in queues:
+            if provider != LOCAL:  # a QUEUE pool's attempts wait for its workers
+                continue
             if pool.supervisor.free <= 0:
                 # Every slot of the supervisor is taken (by other runs, where it drives several): starved.
                 self.starved = True
@@ -324,6 +336,33 @@ class RunDriver:
         self.requeue_lost()
         self.wake_at = time.monotonic() + self.settings.heartbeat_seconds
         return True
+
+    def _wait_for_workers(self) -> None:
+        """Its attempts in QUEUE pools are the workers' to run: the run waits for their outcome without spinning,
+        woken by the notification of an attempt's end (etl_craft_events) or, failing that, a heartbeat later. Once
+        per heartbeat it records LOST the attempts of workers that stopped heartbeating (reap_workers), queues again
+        a lost attempt (requeue_lost), and says once when a pool it waits on has no active worker."""
+        now = time.monotonic()
+        self.wake_at = now + self.settings.heartbeat_seconds
+        if now < self.next_queue_look:
+            return
+        self.next_queue_look = self.wake_at
+        if self.db.is_postgres:
+            for reaped in call(self.db, "reap_workers"):
+                if reaped.lost_attempts:
+                    self.on_event(f"worker {reaped.worker_id} ({reaped.owner_id}) stopped heartbeating: "
+                                  f"{reaped.lost_attempts} attempt(s) it held recorded LOST")
+        self.requeue_lost()
+        with self.db.read() as conn:
+            waits = fetch_all(self.db, conn, "run_queue_waits", run_id=self.run_id)
+        for row in waits:
+            pool = str(row["pool"])
+            if int(row["active_workers"] or 0) > 0:
+                self.no_worker.discard(pool)
+            elif pool not in self.no_worker:
+                self.no_worker.add(pool)
+                self.on_event(f"pool {pool} has no active worker; {row['waiting']} attempts wait "
+                              f"(etl-craft worker --pool {pool} serves it)")
 
     def _paused(self, pause: dict[str, Any]) -> None:
         """A paused pipeline admits no task: once what runs has ended, the run is released, IN-PROGRESS."""

@@ -319,7 +319,8 @@ class QueuePool:
 
     def status(self, handle: ExecutionHandle) -> HandleStatus:
         try:
-            row = _attempt(self.db, handle.attempt_id)
+            with self.db.read() as conn:
+                row = fetch_one(self.db, conn, "queue_pool_attempt", attempt_id=handle.attempt_id)
         except EtlCraftError as exc:
             return HandleStatus(handle, UNKNOWN, None, None, f"the Engine DB could not be read: {exc}")
         if row is None or row["pool"] != self.name:
