@@ -77,6 +77,21 @@ ATTEMPT_TERMINAL: tuple[AttemptStatus, ...] = (
 
 
 @unique
+class WorkerStatus(StrEnum):
+    """The statuses of the entity WORKER (AUD_WORKERS.STATUS)."""
+
+    ACTIVE = "ACTIVE"
+    DRAINING = "DRAINING"
+    GONE = "GONE"
+
+
+#: The statuses that end a row of the entity WORKER (state_machine.yaml `terminal`).
+WORKER_TERMINAL: tuple[WorkerStatus, ...] = (
+    WorkerStatus.GONE,
+)
+
+
+@unique
 class TriggerKind(StrEnum):
     """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
 
@@ -296,6 +311,7 @@ ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
     "TaskRunStatus": TaskRunStatus,
     "AttemptStatus": AttemptStatus,
+    "WorkerStatus": WorkerStatus,
     "TriggerKind": TriggerKind,
     "ActorKind": ActorKind,
     "GateResult": GateResult,

@@ -85,6 +85,15 @@ INSERT INTO etl_craft.ENG_TRANSITIONS (ENTITY, TABLE_NAME, FROM_STATUS, TO_STATU
   ('ATTEMPT', 'AUD_TASK_ATTEMPTS', 'RUNNING', 'TIMED_OUT'),
   ('ATTEMPT', 'AUD_TASK_ATTEMPTS', 'RUNNING', 'LOST'),
   ('ATTEMPT', 'AUD_TASK_ATTEMPTS', 'RUNNING', 'CANCELLED');
+INSERT INTO etl_craft.ENG_STATUSES (ENTITY, STATUS, IS_TERMINAL, SUMMARY_STATUS) VALUES
+  ('WORKER', 'ACTIVE', 'N', NULL),
+  ('WORKER', 'DRAINING', 'N', NULL),
+  ('WORKER', 'GONE', 'Y', NULL);
+INSERT INTO etl_craft.ENG_TRANSITIONS (ENTITY, TABLE_NAME, FROM_STATUS, TO_STATUS) VALUES
+  ('WORKER', 'AUD_WORKERS', NULL, 'ACTIVE'),
+  ('WORKER', 'AUD_WORKERS', 'ACTIVE', 'DRAINING'),
+  ('WORKER', 'AUD_WORKERS', 'ACTIVE', 'GONE'),
+  ('WORKER', 'AUD_WORKERS', 'DRAINING', 'GONE');
 INSERT INTO etl_craft.ENG_ERROR_CODES (CODE, NAME, EXIT_CODE, SUMMARY) VALUES
   ('EC001', 'ENGINE_ONLY_WRITE', 10, 'a write to an AUD_, CFG_ or ENG_ table that did not come through etl-craft (or through etl-craft migrate, for the ENG_ rules and the ledger), or an actor that is not a name'),
   ('EC002', 'APPEND_ONLY', 11, 'an UPDATE or DELETE of an append-only row (audit history, ended attempts)'),

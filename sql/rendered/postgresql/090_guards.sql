@@ -311,6 +311,26 @@ BEGIN
 END
 $$;
 
+-- tg_aud_workers__stamp_actor(): BEFORE INSERT, or UPDATE of an actor column. STARTED_BY
+-- (and each one's kind) are set to the actor the transaction is marked with, whatever the statement gave.
+-- STARTED_BY is who created the row: an UPDATE keeps it.
+CREATE OR REPLACE FUNCTION etl_craft.tg_aud_workers__stamp_actor() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_actor text := etl_craft._marked_actor();
+  v_kind text := etl_craft._actor_kind();
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    NEW.STARTED_BY := v_actor;
+    NEW.STARTED_BY_KIND := v_kind;
+  ELSE
+    NEW.STARTED_BY := OLD.STARTED_BY;
+    NEW.STARTED_BY_KIND := OLD.STARTED_BY_KIND;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 -- tg_eng_settings__stamp_actor(): BEFORE INSERT, or UPDATE of an actor column. SET_BY
 -- (and each one's kind) are set to the actor the transaction is marked with, whatever the statement gave.
 CREATE OR REPLACE FUNCTION etl_craft.tg_eng_settings__stamp_actor() RETURNS trigger
@@ -480,6 +500,35 @@ BEGIN
 END
 $$;
 
+-- tg_aud_workers__guard_transition(): refuses a WORKER status that sql/state_machine.yaml does not
+-- allow: on INSERT one of ACTIVE; on UPDATE a listed (from, to) pair.
+CREATE OR REPLACE FUNCTION etl_craft.tg_aud_workers__guard_transition() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    IF NEW.STATUS NOT IN ('ACTIVE') THEN
+      RAISE EXCEPTION 'EC010: AUD_WORKERS WORKER_ID=%: a new row cannot start in status %; it starts in ACTIVE',
+        NEW.WORKER_ID, NEW.STATUS
+        USING ERRCODE = 'EC010';
+    END IF;
+  ELSIF NEW.STATUS IS DISTINCT FROM OLD.STATUS
+        AND (OLD.STATUS::text, NEW.STATUS::text) NOT IN (
+          ('ACTIVE', 'DRAINING'),
+          ('ACTIVE', 'GONE'),
+          ('DRAINING', 'GONE')) THEN
+    RAISE EXCEPTION 'EC010: AUD_WORKERS WORKER_ID=%: status % -> % is not an allowed transition (from % the state machine allows: %); status changes go through etl-craft''s functions',
+      NEW.WORKER_ID, OLD.STATUS, NEW.STATUS, OLD.STATUS,
+      CASE OLD.STATUS
+        WHEN 'ACTIVE' THEN 'DRAINING, GONE'
+        WHEN 'DRAINING' THEN 'GONE'
+        WHEN 'GONE' THEN 'nothing, it is final'
+      END
+      USING ERRCODE = 'EC010';
+  END IF;
+  RETURN NEW;
+END
+$$;
+
 -- tg_aud_task_attempts__run(): BEFORE INSERT OR UPDATE OF TASK_RUN_ID on AUD_TASK_ATTEMPTS; copies the task run's
 -- PIPELINE_RUN_ID onto the attempt, so that a run's queue is one range of ix_attempts_run_queue (claim_attempt
 -- with run_id).
@@ -614,6 +663,15 @@ CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR 
   FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
 CREATE OR REPLACE TRIGGER _100_guard_transition BEFORE INSERT OR UPDATE OF STATUS ON etl_craft.AUD_TASK_RUN_LOG
   FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_task_run_log__guard_transition();
+
+-- AUD_WORKERS
+CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.AUD_WORKERS
+  FOR EACH STATEMENT EXECUTE FUNCTION etl_craft.tg_engine_only('runs and their history change only through etl-craft commands and functions');
+CREATE OR REPLACE TRIGGER _200_stamp_actor
+  BEFORE INSERT OR UPDATE OF STARTED_BY, STARTED_BY_KIND
+  ON etl_craft.AUD_WORKERS FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_workers__stamp_actor();
+CREATE OR REPLACE TRIGGER _100_guard_transition BEFORE INSERT OR UPDATE OF STATUS ON etl_craft.AUD_WORKERS
+  FOR EACH ROW EXECUTE FUNCTION etl_craft.tg_aud_workers__guard_transition();
 
 -- CFG_ALERT_RULES
 CREATE OR REPLACE TRIGGER _010_engine_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON etl_craft.CFG_ALERT_RULES

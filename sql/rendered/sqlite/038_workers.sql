@@ -1,0 +1,72 @@
+-- 038_workers: the `etl-craft worker` processes that serve QUEUE pools (AUD_WORKERS, issue 25). A worker registers
+-- with a new owner id each start, claims attempts of its pool with claim_attempt under that owner id, and heartbeats
+-- with heartbeat_worker, which renews the leases of everything it runs in one statement and tells it which of its
+-- attempts were asked to stop. It drains (ACTIVE -> DRAINING) when told to stop and ends GONE (stop_worker). A worker
+-- that misses three heartbeats is reaped GONE by reap_workers, and its live attempts are recorded LOST at once (the
+-- retry rule applies) rather than when their leases expire; anything it reports afterwards is refused.
+
+-- @function register_worker
+-- @args owner_id text, worker_name text, pool text, host text, pid int, version text, ingestion_slots int, warehouse_slots int, heartbeat_seconds int
+-- @returns worker_id bigint, status text
+-- @purpose Record an etl-craft worker that starts serving pool: ACTIVE, with its slots per kind, its heartbeat
+--   period and HEARTBEAT_AT now. owner_id is the id it claims attempts with, new each start. pool must be a QUEUE pool
+--   (an active CFG_POOLS row with PROVIDER QUEUE): a LOCAL pool's attempts are run by the process that supervises the
+--   run.
+-- @transition WORKER (none) -> ACTIVE
+-- @locks none (a new row)
+-- @errors EC023 owner_id is empty or already registered, the slots are negative or both 0, heartbeat_seconds is
+--   below 1, or pool is not a QUEUE pool
+-- @end register_worker
+
+-- @function heartbeat_worker
+-- @args worker_id bigint, owner_id text, lease_seconds int = 60
+-- @returns attempt_id bigint, cancel_requested bool
+-- @purpose A worker's heartbeat, one call: stamp its HEARTBEAT_AT, extend to now + lease_seconds the lease of
+--   every CLAIMED or RUNNING attempt owner_id holds (one statement), and return one row per such attempt whose
+--   cancellation was requested (its own CANCEL_REQUESTED_AT or its run's) and not yet acknowledged: the worker stops
+--   it and acknowledges with cancel_attempt(attempt_id, reason, owner_id). A DRAINING worker heartbeats too.
+-- @transition none (ownership)
+-- @locks the worker row, then every live attempt row of owner_id
+-- @errors EC023 lease_seconds is below 1; EC021 no such worker; EC020 owner_id is not the worker's, or the worker
+--   is GONE (it was stopped or declared gone: it must stop its task processes at once, their attempts were recorded
+--   LOST)
+-- @end heartbeat_worker
+
+-- @function drain_worker
+-- @args worker_id bigint, owner_id text, reason text = NULL
+-- @returns worker_id bigint, status text
+-- @purpose Record that a worker was told to stop: ACTIVE -> DRAINING with DRAINING_AT now and the reason in
+--   STOP_REASON; it claims nothing more and lets what it runs finish. A DRAINING worker stays as it is.
+-- @transition WORKER ACTIVE -> DRAINING
+-- @locks the worker row
+-- @errors EC021 no such worker; EC020 owner_id is not the worker's, or the worker is GONE
+-- @end drain_worker
+
+-- @function stop_worker
+-- @args worker_id bigint, owner_id text, reason text = NULL
+-- @returns worker_id bigint, status text, lost_attempts int
+-- @purpose Record that a worker stopped: GONE with STOPPED_AT now and the reason. Any attempt still CLAIMED or
+--   RUNNING under owner_id is recorded LOST ("attempt N was lost: its worker stopped with it unfinished"; the retry
+--   rule applies and an ATTEMPT_LOST alert is raised as lose_attempt does); lost_attempts counts them. A worker
+--   already GONE keeps its first ending (lost_attempts 0).
+-- @transition WORKER ACTIVE or DRAINING -> GONE; ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS ->
+--   FAILED
+-- @locks the worker row, then the live attempt rows of owner_id, then their task runs
+-- @errors EC021 no such worker; EC020 owner_id is not the worker's
+-- @end stop_worker
+
+-- @function reap_workers
+-- @args 
+-- @returns worker_id bigint, owner_id text, lost_attempts int
+-- @purpose Declare gone every ACTIVE or DRAINING worker whose HEARTBEAT_AT is older than 3 x its
+--   HEARTBEAT_SECONDS: GONE with STOPPED_AT now and a STOP_REASON naming its last heartbeat. Its CLAIMED and RUNNING
+--   attempts are recorded LOST at once ("attempt N was lost: its worker ... missed 3 heartbeats"), not when their
+--   leases expire: the retry rule applies (a retry is queued in the same transaction) and ATTEMPT_LOST alerts are
+--   raised as lose_attempt does. Anything the gone worker reports afterwards is refused (EC020). Called by the
+--   server's reconcile step and by every worker each heartbeat. Returns one row per worker reaped.
+-- @transition WORKER ACTIVE or DRAINING -> GONE; ATTEMPT CLAIMED or RUNNING -> LOST; TASK_RUN IN-PROGRESS ->
+--   FAILED
+-- @locks the late worker rows (PostgreSQL: FOR UPDATE SKIP LOCKED, so a worker heartbeating right now is left to
+--   the next pass), then their live attempt rows, then their task runs
+-- @errors none
+-- @end reap_workers
