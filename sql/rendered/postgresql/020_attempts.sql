@@ -217,6 +217,75 @@ BEGIN
          LIMIT p_max_attempts) c;
     END IF;
   END IF;
+  IF v_claim IS NOT NULL AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS la
+           WHERE la.ATTEMPT_ID = ANY (v_claim)
+             AND (SELECT (lp.MAX_PARALLEL_TASKS IS NOT NULL OR lj.MAX_RUNNING_TASKS IS NOT NULL OR (la.SLOT_KIND = 'warehouse' AND lj.MAX_WAREHOUSE_QUERIES IS NOT NULL))
+                    FROM etl_craft.AUD_PIPELINES_RUN_LOG lr JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                    JOIN etl_craft.CFG_PROJECTS lj ON lj.PROJECT_ID = lp.PROJECT_ID
+                   WHERE lr.PIPELINE_RUN_ID = la.PIPELINE_RUN_ID)) THEN
+    DECLARE
+      v_c record;
+      v_full_pipelines bigint[] := '{}';
+      v_full_projects bigint[] := '{}';
+      v_full_warehouses bigint[] := '{}';
+    BEGIN
+      v_claim := '{}';
+      FOR v_c IN SELECT a.ATTEMPT_ID, a.SLOT_KIND, a.PRIORITY, a.QUEUED_AT, r.PIPELINE_ID, p.MAX_PARALLEL_TASKS AS PIPELINE_LIMIT,
+                        p.PROJECT_ID, j.MAX_RUNNING_TASKS AS PROJECT_LIMIT,
+                        CASE WHEN a.SLOT_KIND = 'warehouse' THEN j.MAX_WAREHOUSE_QUERIES END AS WAREHOUSE_LIMIT
+                   FROM etl_craft.AUD_TASK_ATTEMPTS a
+                   JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID
+                   JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+                   JOIN etl_craft.CFG_PROJECTS j ON j.PROJECT_ID = p.PROJECT_ID
+                  WHERE a.STATUS = 'QUEUED' AND a.POOL = p_pool AND a.SLOT_KIND = ANY (string_to_array(p_slot_kinds, ','))
+                    AND (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= v_now) AND a.CANCEL_REQUESTED_AT IS NULL
+                    AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
+                    AND (p_run_id IS NULL OR a.PIPELINE_RUN_ID = p_run_id)
+                  ORDER BY a.PRIORITY DESC, a.QUEUED_AT, a.ATTEMPT_ID
+                  FOR UPDATE OF a SKIP LOCKED LOOP
+        IF v_c.PIPELINE_LIMIT IS NULL AND v_c.PROJECT_LIMIT IS NULL AND v_c.WAREHOUSE_LIMIT IS NULL THEN
+          v_claim := v_claim || v_c.ATTEMPT_ID;
+        ELSIF v_c.PIPELINE_ID = ANY (v_full_pipelines) OR v_c.PROJECT_ID = ANY (v_full_projects)
+              OR (v_c.WAREHOUSE_LIMIT IS NOT NULL AND v_c.PROJECT_ID = ANY (v_full_warehouses)) THEN
+          NULL;  -- at a limit already found full in this call
+        ELSIF (v_c.PROJECT_LIMIT IS NULL AND v_c.WAREHOUSE_LIMIT IS NULL
+               OR pg_try_advisory_xact_lock(25002, v_c.PROJECT_ID::int))
+              AND (v_c.PIPELINE_LIMIT IS NULL OR pg_try_advisory_xact_lock(25001, v_c.PIPELINE_ID::int)) THEN
+          IF v_c.PIPELINE_LIMIT IS NOT NULL
+             AND (SELECT COUNT(*) FROM etl_craft.AUD_TASK_ATTEMPTS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG lr ON lr.PIPELINE_RUN_ID = l.PIPELINE_RUN_ID
+                    JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                   WHERE l.STATUS IN ('CLAIMED', 'RUNNING') AND lr.PIPELINE_ID = v_c.PIPELINE_ID)
+                 + (SELECT COUNT(*) FROM etl_craft.AUD_TASK_ATTEMPTS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG lr ON lr.PIPELINE_RUN_ID = l.PIPELINE_RUN_ID
+                    JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                   WHERE l.ATTEMPT_ID = ANY (v_claim) AND lr.PIPELINE_ID = v_c.PIPELINE_ID)
+                 >= v_c.PIPELINE_LIMIT THEN
+            v_full_pipelines := v_full_pipelines || v_c.PIPELINE_ID;
+          ELSIF v_c.WAREHOUSE_LIMIT IS NOT NULL
+             AND (SELECT COUNT(*) FROM etl_craft.AUD_TASK_ATTEMPTS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG lr ON lr.PIPELINE_RUN_ID = l.PIPELINE_RUN_ID
+                    JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                   WHERE l.STATUS IN ('CLAIMED', 'RUNNING') AND lp.PROJECT_ID = v_c.PROJECT_ID AND l.SLOT_KIND = 'warehouse')
+                 + (SELECT COUNT(*) FROM etl_craft.AUD_TASK_ATTEMPTS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG lr ON lr.PIPELINE_RUN_ID = l.PIPELINE_RUN_ID
+                    JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                   WHERE l.ATTEMPT_ID = ANY (v_claim) AND lp.PROJECT_ID = v_c.PROJECT_ID AND l.SLOT_KIND = 'warehouse')
+                 >= v_c.WAREHOUSE_LIMIT THEN
+            v_full_warehouses := v_full_warehouses || v_c.PROJECT_ID;
+          ELSIF v_c.PROJECT_LIMIT IS NOT NULL
+             AND (SELECT COUNT(*) FROM etl_craft.AUD_TASK_ATTEMPTS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG lr ON lr.PIPELINE_RUN_ID = l.PIPELINE_RUN_ID
+                    JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                   WHERE l.STATUS IN ('CLAIMED', 'RUNNING') AND lp.PROJECT_ID = v_c.PROJECT_ID)
+                 + (SELECT COUNT(*) FROM etl_craft.AUD_TASK_ATTEMPTS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG lr ON lr.PIPELINE_RUN_ID = l.PIPELINE_RUN_ID
+                    JOIN etl_craft.CFG_PIPELINES lp ON lp.PIPELINE_ID = lr.PIPELINE_ID
+                   WHERE l.ATTEMPT_ID = ANY (v_claim) AND lp.PROJECT_ID = v_c.PROJECT_ID)
+                 >= v_c.PROJECT_LIMIT THEN
+            v_full_projects := v_full_projects || v_c.PROJECT_ID;
+          ELSE
+            v_claim := v_claim || v_c.ATTEMPT_ID;
+          END IF;
+        END IF;
+        EXIT WHEN cardinality(v_claim) >= p_max_attempts;
+      END LOOP;
+    END;
+  END IF;
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'CLAIMED', OWNER_ID = p_owner_id, CLAIMED_AT = v_now, HEARTBEAT_AT = v_now,
          LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
@@ -424,6 +493,10 @@ BEGIN
          ATTEMPT_COUNT = CASE WHEN ATTEMPT_COUNT < v_attempt_number THEN v_attempt_number ELSE ATTEMPT_COUNT END
    WHERE TASK_RUN_ID = v_task_run_id
   RETURNING STATUS, ATTEMPT_COUNT INTO v_task_run_status, v_attempt_count;
+  PERFORM pg_notify('etl_craft_events', 'attempt_ended:' || p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n WHERE n.POOL = p.POOL_NAME AND n.ATTEMPT_ID = p_attempt_id);
   IF p_status = 'SUCCESS' AND p_offset_value IS NOT NULL THEN
     INSERT INTO etl_craft.AUD_TASK_OFFSETS (TASK_ID, OFFSET_TYPE, OFFSET_VALUE, TASK_RUN_ID, ATTEMPT_ID, STORED_AT)
     SELECT t.TASK_ID, p_offset_type, p_offset_value, t.TASK_RUN_ID, p_attempt_id, v_now
@@ -490,6 +563,12 @@ BEGIN
                        AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
              WHERE c.RETRY_NUMBER < c.RETRIES) x
       JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+
+    PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+       FROM etl_craft.CFG_POOLS p
+      WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+        AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                     WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.TASK_RUN_ID IN (SELECT e.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS e WHERE e.ATTEMPT_ID = p_attempt_id));
   END IF;
   IF p_status = 'SUCCESS' AND EXISTS (SELECT 1 FROM etl_craft.AUD_GATE_DECISIONS d WHERE d.PIPELINE_RUN_ID = v_run_id AND d.TASK_RUN_ID = v_task_run_id AND d.ATTEMPT_ID IS NOT NULL) THEN
     INSERT INTO etl_craft.AUD_DEPENDENCY_CONSUMPTION
@@ -586,6 +665,10 @@ BEGIN
          ERROR_MESSAGE = (SELECT a.ERROR_MESSAGE FROM etl_craft.AUD_TASK_ATTEMPTS a WHERE a.ATTEMPT_ID = p_attempt_id),
          TASK_LOG = COALESCE(p_task_log, TASK_LOG)
    WHERE TASK_RUN_ID = v_task_run_id;
+  PERFORM pg_notify('etl_craft_events', 'attempt_ended:' || p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n WHERE n.POOL = p.POOL_NAME AND n.ATTEMPT_ID = p_attempt_id);
   UPDATE etl_craft.AUD_TASK_RUN_LOG
      SET STATUS = 'IN-PROGRESS', END_DATE = NULL, ATTEMPT_COUNT = ATTEMPT_COUNT + 1
    WHERE TASK_RUN_ID IN (SELECT x.TASK_RUN_ID FROM (SELECT c.ATTEMPT_ID, c.TASK_RUN_ID, c.RETRY_NUMBER, c.POOL, c.SLOT_KIND, c.PRIORITY,
@@ -641,6 +724,12 @@ BEGIN
                      AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
            WHERE c.RETRY_NUMBER < c.RETRIES) x
     JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+
+  PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                   WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.TASK_RUN_ID IN (SELECT e.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS e WHERE e.ATTEMPT_ID = p_attempt_id));
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text
     FROM (
@@ -726,6 +815,10 @@ BEGIN
      SET STATUS = 'CANCELLED', END_DATE = v_now, ERROR_MESSAGE = NULL,
          MESSAGE = 'cancelled: ' || COALESCE(p_reason, 'no reason given')
    WHERE TASK_RUN_ID = v_task_run_id AND v_status = 'CANCELLED';
+  PERFORM pg_notify('etl_craft_events', 'attempt_ended:' || p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n WHERE n.POOL = p.POOL_NAME AND n.ATTEMPT_ID = p_attempt_id AND n.STATUS = 'CANCELLED');
   INSERT INTO etl_craft.AUD_RUN_INTERVENTIONS
     (PIPELINE_RUN_ID, TASK_RUN_ID, ATTEMPT_ID, INTERVENTION, FROM_STATUS, TO_STATUS, REASON, REQUESTED_BY,
      REQUESTED_BY_KIND, REQUESTED_AT)
@@ -826,6 +919,15 @@ BEGIN
     FROM etl_craft.AUD_TASK_ATTEMPTS e JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = e.TASK_RUN_ID
    WHERE e.ATTEMPT_ID = p_attempt_id AND v_requeue = 1
   RETURNING ATTEMPT_ID INTO v_next_attempt_id;
+  PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                   WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.ATTEMPT_ID = v_next_attempt_id);
+  PERFORM pg_notify('etl_craft_events', 'attempt_ended:' || p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n WHERE n.POOL = p.POOL_NAME AND n.ATTEMPT_ID = p_attempt_id);
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.status::text, q.task_run_status::text, q.next_attempt_id::bigint
     FROM (
@@ -953,6 +1055,16 @@ BEGIN
                      AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
            WHERE c.RETRY_NUMBER < c.RETRIES) x
     JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+
+  PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                   WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.TASK_RUN_ID IN (SELECT e.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS e WHERE e.ATTEMPT_ID = p_attempt_id));
+  PERFORM pg_notify('etl_craft_events', 'attempt_ended:' || p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n WHERE n.POOL = p.POOL_NAME AND n.ATTEMPT_ID = p_attempt_id);
   INSERT INTO etl_craft.AUD_ALERTS
     (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
      RAISED_AT)

@@ -280,6 +280,12 @@ BEGIN
                      AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL AND e.CANCEL_REQUESTED_AT IS NULL) c
            WHERE c.RETRY_NUMBER < c.RETRIES) x
     JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = x.TASK_RUN_ID;
+
+  PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                   WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.TASK_RUN_ID IN (SELECT e.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS e WHERE e.ATTEMPT_ID = ANY (v_lost)));
   INSERT INTO etl_craft.AUD_ALERTS
     (PIPELINE_RUN_ID, ALERT_KIND, ALERT_RULE_ID, CHANNELS, TASK_ID, TASK_RUN_ID, ATTEMPT_ID, STATUS, ERROR_MESSAGE,
      RAISED_AT)
@@ -309,6 +315,10 @@ BEGIN
      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_ALERT_DELIVERIES d WHERE d.ALERT_ID = a.ALERT_ID)
    ORDER BY a.ALERT_ID
   ON CONFLICT DO NOTHING;
+  PERFORM pg_notify('etl_craft_events', 'attempt_ended:' || p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n WHERE n.POOL = p.POOL_NAME AND n.ATTEMPT_ID = ANY (v_lost));
   UPDATE etl_craft.AUD_PIPELINES_RUN_LOG AS r
      SET OWNER_ID = NULL, LEASE_EXPIRES_AT = NULL
    WHERE r.STATUS = 'IN-PROGRESS' AND r.LEASE_EXPIRES_AT < (v_now + make_interval(secs => -p_grace_seconds))
@@ -391,6 +401,11 @@ BEGIN
          etl_craft._actor_kind(), e.RETRY_NUMBER
     FROM etl_craft.AUD_TASK_RUN_LOG t JOIN etl_craft.AUD_TASK_ATTEMPTS e ON e.TASK_RUN_ID = t.TASK_RUN_ID AND e.ATTEMPT_NUMBER = t.ATTEMPT_COUNT - 1
    WHERE t.TASK_RUN_ID = ANY (v_task_runs) AND e.STATUS = 'LOST';
+  PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                   WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.TASK_RUN_ID = ANY (v_task_runs));
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.task_id::bigint, q.lost_attempt_id::bigint
     FROM (
