@@ -1,5 +1,5 @@
 """Endpoints of pipelines, tokens, audit, alerts and health: /api/v1/health, /pipelines[/{code}[/runs|/backfills|
-/pause|/resume]], /audit, /alerts, /tokens."""
+/pause|/resume]], /audit, /alerts, /workers, /tokens."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from etlcraft.api.documents import DocumentRoute
 from etlcraft.api.runs import MAX_ID, Text
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import TokenRole
-from etlcraft.services import alerts, audit, control, tokens
+from etlcraft.services import alerts, audit, control, tokens, workers
 from etlcraft.services.control import OperationContext
 from etlcraft.services.pipelines import list_document, pipeline_document, pipeline_page
 from etlcraft.services.queueing import backfill_queued_json, queue_backfill
@@ -124,6 +124,12 @@ def audit_log(request: Request, pipeline_code: Text | None = None, since: date |
 def alert_list(request: Request, pipeline_code: Text | None = None,
                status: Literal["PENDING", "DELIVERED", "FAILED"] | None = None, _p: Principal = VIEWER) -> Doc:
     return alerts.list_alerts(request.app.state.db, pipeline_code, status)
+
+
+@router.get("/workers", summary="The workers serving QUEUE pools, their slots in use and the queue of each pool "
+            "(etl-craft workers list)")
+def worker_list(request: Request, _p: Principal = VIEWER) -> Doc:
+    return workers.list_workers(request.app.state.db)
 
 
 @router.get("/tokens", summary="The API tokens, never a token or its hash (etl-craft token list)")

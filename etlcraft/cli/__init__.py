@@ -48,6 +48,8 @@ COMMANDS = {
     "test": "etlcraft.cli.test:command",
     "token": "etlcraft.cli.token:command",
     "validate": "etlcraft.cli.validate:command",
+    "worker": "etlcraft.cli.worker:command",
+    "workers": "etlcraft.cli.worker:workers",
 }
 
 

@@ -54,11 +54,12 @@ class CliContext:
     def actor(self) -> Actor:
         return resolve_actor()
 
-    def engine_db(self) -> EngineDB:
-        """The Engine DB named by --engine-url, else by the project's craft-connector.yml."""
+    def engine_db(self, pool_size: int | None = None) -> EngineDB:
+        """The Engine DB named by --engine-url, else by the project's craft-connector.yml; `pool_size`: a fixed
+        budget of pooled connections (a worker's), else SQLAlchemy's default pool. Opened once per process."""
         if self._db is None:
             if self.engine_url:
-                self._db = EngineDB(self.engine_url, schema=self.engine_schema or DEFAULT_SCHEMA)
+                self._db = EngineDB(self.engine_url, schema=self.engine_schema or DEFAULT_SCHEMA, pool_size=pool_size)
             else:
                 config = self.config()
                 engine = config.engine
@@ -66,7 +67,7 @@ class CliContext:
                     create_folder(engine.path)
                 self._db = EngineDB(
                     engine.url, schema=engine.schema or DEFAULT_SCHEMA, password=config.secret_value(engine),
-                    timeouts=engine_timeouts(engine), secret=engine.secret,
+                    timeouts=engine_timeouts(engine), secret=engine.secret, pool_size=pool_size,
                 )
         return self._db
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 #: The commands that work with --server: each is one or two requests of the HTTP API v1.
 COMMANDS = frozenset({"alerts", "audit", "cancel", "explain", "history", "list", "logs", "mark", "pause", "resume",
-                      "run", "show", "status", "token"})
+                      "run", "show", "status", "token", "workers"})
 PREFIX = "/api/v1"
 TIMEOUT = 60.0
 ERROR_SCHEMA = "etl-craft/error/1"

@@ -130,7 +130,8 @@ class EngineDB:
     """One Engine DB: its SQLAlchemy engine, dialect, schema and clock."""
 
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, password: str | None = None,
-                 timeouts: EngineTimeouts | None = None, secret: str | None = None) -> None:
+                 timeouts: EngineTimeouts | None = None, secret: str | None = None,
+                 pool_size: int | None = None) -> None:
         try:
             parsed = make_url(url)
         except ArgumentError as exc:
@@ -157,8 +158,11 @@ class EngineDB:
         self.display_url = parsed.render_as_string(hide_password=True)
         if backend == "postgresql":
             self._connect_args = self._pg_connect_args()
+            # pool_size: a fixed budget of connections (a worker's 2 + slots/8, S5.H), never exceeded; without it,
+            # SQLAlchemy's default pool.
+            sizing: dict[str, int] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
             self.engine = sa.create_engine(parsed.set(drivername="postgresql+psycopg"),
-                                           connect_args=self._connect_args, pool_pre_ping=True)
+                                           connect_args=self._connect_args, pool_pre_ping=True, **sizing)
         else:
             self.engine = sa.create_engine(parsed.set(drivername="sqlite+pysqlite"))
             self._install_sqlite_events()

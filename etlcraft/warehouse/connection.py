@@ -76,7 +76,7 @@ class Session:
         """Execute one statement; the number of rows it changed (-1 when the driver cannot say)."""
         cursor = self._cursor()
         try:
-            cursor.execute(sql)
+            self._execute(cursor, sql)
             return int(cursor.rowcount if cursor.rowcount is not None else -1)
         finally:
             cursor.close()
@@ -84,10 +84,21 @@ class Session:
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         cursor = self._cursor()
         try:
-            cursor.execute(sql)
+            self._execute(cursor, sql)
             return [tuple(row) for row in cursor.fetchall()]
         finally:
             cursor.close()
+
+    def _execute(self, cursor: Any, sql: str) -> None:
+        """Run `sql`. A task process told to stop (SIGTERM raises a KeyboardInterrupt there) while a PostgreSQL
+        query runs cancels that query on the server (S5.D: the session would otherwise run on after the process
+        ends) and says in the attempt's log whether it was cancelled."""
+        try:
+            cursor.execute(sql)
+        except KeyboardInterrupt:
+            if self.dialect.name == "postgresql":
+                print(f"etl-craft: {cancel_running_query(self.conn)}", file=sys.stderr, flush=True)
+            raise
 
     def scalar(self, sql: str) -> Any:
         found = self.rows(sql)
@@ -97,10 +108,33 @@ class Session:
         """The column names of the result of `sql`, as the warehouse returns them (a repeated name kept)."""
         cursor = self._cursor()
         try:
-            cursor.execute(sql)
+            self._execute(cursor, sql)
             return [str(column[0]) for column in cursor.description or ()]
         finally:
             cursor.close()
+
+
+def cancel_running_query(conn: sa.Connection) -> str:
+    """Cancel the query the PostgreSQL session of `conn` runs (psycopg's cancel request, which is what
+    pg_cancel_backend does, from a connection of its own); what happened, for the attempt's log."""
+    from psycopg.pq import TransactionStatus
+
+    driver: Any = conn.connection.dbapi_connection
+    pid = driver.info.backend_pid
+    status = driver.info.transaction_status
+    if status == TransactionStatus.ACTIVE:
+        try:
+            driver.cancel_safe(timeout=5.0)
+        except Exception as exc:  # the server could not be reached: the query may run on
+            return (f"the task was stopped while the warehouse ran a query (PostgreSQL backend pid {pid}) and the "
+                    f"query could NOT be cancelled ({type(exc).__name__}: {exc}); it may still run: check "
+                    f"pg_stat_activity and end it with SELECT pg_cancel_backend({pid})")
+        return (f"the task was stopped while the warehouse ran a query: the query was cancelled on the PostgreSQL "
+                f"server (backend pid {pid}); its transaction is rolled back")
+    if status == TransactionStatus.INERROR:
+        return (f"the task was stopped while the warehouse ran a query: the query was cancelled on the PostgreSQL "
+                f"server (backend pid {pid}); its transaction is rolled back")
+    return f"the task was stopped between warehouse queries (PostgreSQL backend pid {pid}): no query was running"
 
 
 class Warehouse:

@@ -17,7 +17,7 @@ READS: list[tuple[str, str]] = [
     ("GET", "/api/v1/pipelines"), ("GET", "/api/v1/pipelines/flow"), ("GET", "/api/v1/pipelines/flow/runs?limit=5"),
     ("GET", "/api/v1/runs/1"), ("GET", "/api/v1/runs/1/tasks"), ("GET", "/api/v1/runs/1/tasks/report/explain"),
     ("GET", "/api/v1/attempts/1"), ("GET", "/api/v1/attempts/1/log?offset=0"), ("GET", "/api/v1/audit"),
-    ("GET", "/api/v1/alerts?status=PENDING"),
+    ("GET", "/api/v1/alerts?status=PENDING"), ("GET", "/api/v1/workers"),
 ]
 WRITES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/api/v1/pipelines/flow/runs", {"run_key": "k"}),

@@ -50,6 +50,7 @@ def test_every_operation__cli_json_equals_api_json__and_no_secret_leaves(live: L
          "/api/v1/runs/1/tasks/report/explain"),
         (("logs", "--attempt-id", "1"), "/api/v1/attempts/1"),
         (("token", "list"), "/api/v1/tokens"),
+        (("workers", "list"), "/api/v1/workers"),
     ]
     for args, path in reads:
         token = "admin" if args[0] == "token" else "viewer"
