@@ -146,6 +146,10 @@ class RunDriver:
             self.requeue_lost()
             self.waited_on.clear()
             state = self.read_state()  # what it queued again is due now
+        if self.queue_waiting and self.requeue_lost():
+            # It waited for workers' attempts: one recorded LOST meanwhile (its worker gone) runs again before
+            # anything is dispatched or the run is finalized, as for another owner's attempts above.
+            state = self.read_state()
         self.starved = False
         self.new_gate_wait = False
         started = self._dispatch(pool, state) if dispatch else False
@@ -412,12 +416,14 @@ class RunDriver:
 
     # -- ending --------------------------------------------------------------------------------------------------
 
-    def requeue_lost(self) -> None:
+    def requeue_lost(self) -> int:
         """A task whose latest attempt was LOST (its owner died) and that the retry rule did not retry runs again:
-        nobody knows whether it finished. The Engine DB decides which (requeue_lost)."""
-        for queued in call(self.db, "requeue_lost", run_id=self.run_id):
+        nobody knows whether it finished. The Engine DB decides which (requeue_lost); how many were queued."""
+        queued_again = call(self.db, "requeue_lost", run_id=self.run_id)
+        for queued in queued_again:
             code = self.task_codes.get(queued.task_id) or self._task_code(queued.task_id)
             self.on_event(f"{code}: attempt {queued.lost_attempt_id} was lost; queued again")
+        return len(queued_again)
 
     def _finalize(self) -> None:
         if self.scope is not None:

@@ -26,13 +26,15 @@ import sqlalchemy as sa
 
 from etlcraft.cli.context import CliContext
 from etlcraft.config.loader import load_config
+from etlcraft.core.actor import acting_as
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
+from etlcraft.engine.migrations import migrate
 from etlcraft.engine.settings import engine_id
 from etlcraft.services.runs import run_settings
 from etlcraft.supervisor.local import LocalSupervisor
 from etlcraft.supervisor.pools import UNKNOWN, AttemptSpec, ExecutionHandle, LocalPool, Pool, QueuePool
-from tests.py.conftest import PgServer
+from tests.py.conftest import TEST_ACTOR, PgServer
 from tests.py.support.cli import etl_craft, start_etl_craft
 from tests.py.support.project import Task, release, wait_for, write_project
 
@@ -435,3 +437,24 @@ def test_draining_finishes_attempts_and_takes_no_new_ones(provider: str, iterati
             setup.server("successor")
         assert setup.wait_ended(run_id) == "SUCCESS"
         assert setup.executions() == Counter({"a": 1, "b": 1})
+
+
+# -- a worker of another version refuses to start -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["queue"])  # the local provider is the process that runs etl-craft itself
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_a_worker_of_another_version_refuses_to_start(provider: str, iteration: int, tmp_path: Path,
+                                                      pg_server: PgServer) -> None:
+    name = pg_server.create()
+    try:
+        db = EngineDB(pg_server.url_for(name))
+        with acting_as(TEST_ACTOR):
+            migrate(db, up_to="0018")  # an Engine DB of the etl-craft before workers: its migrations differ
+        db.dispose()
+        root = write_project(tmp_path / "p", pg_server.url_for(name), {"p": [Task("a")]}, [])
+        done = etl_craft("worker", "--pool", POOL, "--name", "other", cwd=root, timeout=30)
+        assert done.code == 5, done.err
+        assert "missing 0019" in done.err, done.err
+    finally:
+        pg_server.drop(name)
