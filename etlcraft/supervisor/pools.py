@@ -325,9 +325,9 @@ class QueuePool:
             return HandleStatus(handle, UNKNOWN, None, None, f"the Engine DB could not be read: {exc}")
         if row is None or row["pool"] != self.name:
             return _status_of(handle, None, None, f"attempt {handle.attempt_id} is not in pool {self.name}")
-        alive = None if row["worker_status"] is None else row["worker_status"] == "ACTIVE"
-        return _status_of(handle, row, alive if row["status"] in (AttemptStatus.CLAIMED, AttemptStatus.RUNNING)
-                          else None)
+        # Whether the worker holding it (an ended attempt keeps its last owner) is ACTIVE; None: no worker holds it.
+        alive = None if row["worker_status"] is None else bool(row["worker_active"])
+        return _status_of(handle, row, alive)
 
     def cancel(self, handle: ExecutionHandle, grace_seconds: float) -> None:
         """Request the attempt's cancellation (cancel_attempt without owner): a QUEUED one ends CANCELLED at once; a
@@ -345,10 +345,10 @@ class QueuePool:
         statuses, doubtful = [], []
         for row in rows:
             handle = self._handle(int(row["attempt_id"]))
-            if row["status"] == AttemptStatus.QUEUED:
+            if row["owner_id"] is None:  # queued: no worker has claimed it
                 statuses.append(_status_of(handle, row, None, "waits for a worker"))
                 continue
-            alive = row["worker_status"] == "ACTIVE"
+            alive = bool(row["worker_active"])
             if not alive:
                 doubtful.append(f"attempt {row['attempt_id']} ({row['status']} by {row['owner_id']}: "
                                 f"{'no worker' if row['worker_status'] is None else 'worker ' + row['worker_status']})")

@@ -222,9 +222,11 @@ SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, p.PIPELINE_CODE, pr.PROJECT_CODE
 SELECT POOL_NAME, PROVIDER FROM {CFG_POOLS} WHERE ACTIVE_FLAG = 'Y' ORDER BY POOL_NAME;
 
 -- name: queue_pool_attempt :one
--- One attempt of a QUEUE pool with the status of the worker that holds it (NULL: no worker holds it).
+-- One attempt of a QUEUE pool with the status of the worker that holds it (NULL: no worker holds it) and whether
+-- that worker is ACTIVE (WORKER_ACTIVE 1).
 SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID, a.CANCEL_REQUESTED_AT,
-       a.CANCEL_ACKNOWLEDGED_AT, w.STATUS AS WORKER_STATUS, w.WORKER_NAME
+       a.CANCEL_ACKNOWLEDGED_AT, w.STATUS AS WORKER_STATUS, w.WORKER_NAME,
+       CASE WHEN w.STATUS = 'ACTIVE' THEN 1 ELSE 0 END AS WORKER_ACTIVE
   FROM {AUD_TASK_ATTEMPTS} a
   LEFT JOIN {AUD_WORKERS} w ON w.OWNER_ID = a.OWNER_ID
  WHERE a.ATTEMPT_ID = :attempt_id;
@@ -232,7 +234,7 @@ SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_I
 -- name: queue_pool_live_attempts :many
 -- The QUEUED, CLAIMED and RUNNING attempts of pool :pool, each with the status of the worker that holds it.
 SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID, w.STATUS AS WORKER_STATUS,
-       w.WORKER_NAME
+       w.WORKER_NAME, CASE WHEN w.STATUS = 'ACTIVE' THEN 1 ELSE 0 END AS WORKER_ACTIVE
   FROM {AUD_TASK_ATTEMPTS} a
   LEFT JOIN {AUD_WORKERS} w ON w.OWNER_ID = a.OWNER_ID
  WHERE a.POOL = :pool AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
