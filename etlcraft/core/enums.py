@@ -306,6 +306,14 @@ class DeliveryStatus(StrEnum):
     FAILED = "FAILED"
 
 
+@unique
+class PoolProvider(StrEnum):
+    """A closed value set of state_machine.yaml `enums`, enforced by CHECK constraints."""
+
+    LOCAL = "LOCAL"
+    QUEUE = "QUEUE"
+
+
 #: Every enum above by the name state_machine.yaml gives it.
 ENUMS: dict[str, type[StrEnum]] = {
     "RunStatus": RunStatus,
@@ -335,4 +343,5 @@ ENUMS: dict[str, type[StrEnum]] = {
     "TokenRole": TokenRole,
     "AlertKind": AlertKind,
     "DeliveryStatus": DeliveryStatus,
+    "PoolProvider": PoolProvider,
 }

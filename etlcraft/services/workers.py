@@ -114,21 +114,22 @@ def list_workers(db: EngineDB) -> dict[str, Any]:
 
     with db.read() as conn:
         rows = fetch_all(db, conn, "workers_list", gone_since=stamp(now - timedelta(hours=GONE_SHOWN_HOURS)))
-        queue = fetch_all(db, conn, "workers_queue_depth", now=stamp(now))
-    return {"schema": "etl-craft/workers/1", "workers": [_worker(r, now) for r in rows],
+        queue = fetch_all(db, conn, "workers_queue_depth")
+    return {"schema": "etl-craft/workers/1", "workers": [_worker(r) for r in rows],
             "queue": [{"pool": q["pool"], "slot_kind": q["slot_kind"], "queued": int(q["queued"] or 0),
                        "due": int(q["due"] or 0)} for q in queue]}
 
 
-def _worker(row: dict[str, Any], now: datetime) -> dict[str, Any]:
-    beat = as_time(row["heartbeat_at"])
+def _worker(row: dict[str, Any]) -> dict[str, Any]:
+    since = row["seconds_since_heartbeat"]
     return {
         "worker_id": int(row["worker_id"]), "name": row["worker_name"], "pool": row["pool"], "host": row["host"],
         "pid": plain(row["pid"]), "version": row["version"], "status": row["status"],
         "slots": {kind: {"total": int(row[f"{kind}_slots"] or 0), "in_use": int(row[f"{kind}_in_use"] or 0)}
                   for kind in KINDS},
         "heartbeat_seconds": plain(row["heartbeat_seconds"]), "started_at": as_time(row["started_at"]),
-        "heartbeat_at": beat, "seconds_since_heartbeat": round((now - beat).total_seconds(), 1) if beat else None,
+        "heartbeat_at": as_time(row["heartbeat_at"]),
+        "seconds_since_heartbeat": None if since is None else round(float(since), 1),
         "draining_at": as_time(row["draining_at"]), "stopped_at": as_time(row["stopped_at"]),
         "stop_reason": row["stop_reason"], "started_by": row["started_by"]}
 

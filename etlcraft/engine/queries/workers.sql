@@ -24,27 +24,18 @@ SELECT a.ATTEMPT_ID, a.SLOT_KIND, a.PIPELINE_RUN_ID, t.TASK_ID, t.TASK_CODE, p.P
  ORDER BY a.ATTEMPT_ID;
 
 -- name: workers_list :many
--- Every worker not gone, and those gone since :gone_since, newest first, with the slots of each kind its live
--- (CLAIMED or RUNNING) attempts take now.
-SELECT w.WORKER_ID, w.WORKER_NAME, w.POOL, w.HOST, w.PID, w.VERSION, w.STATUS, w.INGESTION_SLOTS,
-       w.WAREHOUSE_SLOTS, w.HEARTBEAT_SECONDS, w.STARTED_AT, w.HEARTBEAT_AT, w.DRAINING_AT, w.STOPPED_AT,
-       w.STOP_REASON, w.STARTED_BY,
-       (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
-         WHERE a.OWNER_ID = w.OWNER_ID AND a.STATUS IN ('CLAIMED', 'RUNNING')
-           AND a.SLOT_KIND = 'ingestion') AS INGESTION_IN_USE,
-       (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
-         WHERE a.OWNER_ID = w.OWNER_ID AND a.STATUS IN ('CLAIMED', 'RUNNING')
-           AND a.SLOT_KIND = 'warehouse') AS WAREHOUSE_IN_USE
-  FROM {AUD_WORKERS} w
- WHERE w.STATUS <> 'GONE' OR w.STOPPED_AT >= :gone_since
- ORDER BY w.WORKER_ID DESC;
+-- Every worker not gone, and those gone since :gone_since, newest first (AUD_V_WORKERS: the slots of each kind its
+-- live attempts take now, the seconds since its heartbeat by the Engine DB's clock), with who started it.
+SELECT v.WORKER_ID, v.WORKER_NAME, v.POOL, v.HOST, v.PID, v.VERSION, v.STATUS, v.INGESTION_SLOTS,
+       v.INGESTION_IN_USE, v.WAREHOUSE_SLOTS, v.WAREHOUSE_IN_USE, v.HEARTBEAT_SECONDS, v.HEARTBEAT_AT,
+       v.SECONDS_SINCE_HEARTBEAT, v.STARTED_AT, v.DRAINING_AT, v.STOPPED_AT, v.STOP_REASON, w.STARTED_BY
+  FROM {AUD_V_WORKERS} v
+  JOIN {AUD_WORKERS} w ON w.WORKER_ID = v.WORKER_ID
+ WHERE v.STATUS <> 'GONE' OR v.STOPPED_AT >= :gone_since
+ ORDER BY v.WORKER_ID DESC;
 
 -- name: workers_queue_depth :many
--- The queue of every pool and slot kind: attempts QUEUED, and of those the ones due at :now (NOT_BEFORE passed).
--- Read through the partial queue index (ix_attempts_queue), whatever the size of the attempts' history.
-SELECT q.POOL, q.SLOT_KIND, COUNT(*) AS QUEUED,
-       SUM(CASE WHEN q.NOT_BEFORE IS NULL OR q.NOT_BEFORE <= :now THEN 1 ELSE 0 END) AS DUE
-  FROM {AUD_TASK_ATTEMPTS} q
- WHERE q.STATUS = 'QUEUED'
- GROUP BY q.POOL, q.SLOT_KIND
+-- The queue of every pool and slot kind (AUD_V_QUEUE_DEPTH): attempts QUEUED, and of those the ones due now.
+SELECT q.POOL, q.SLOT_KIND, q.QUEUED, q.DUE
+  FROM {AUD_V_QUEUE_DEPTH} q
  ORDER BY q.POOL, q.SLOT_KIND;

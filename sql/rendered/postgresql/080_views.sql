@@ -538,3 +538,98 @@ COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.LAST_ATTEMPT_AT IS 'When the latest del
 COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.LAST_DETAIL IS 'What the channel answered to the latest attempt (never a secret).';
 COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.WARNING IS 'Set when the delivery counted as made but something was refused (some recipients of an e-mail).';
 COMMENT ON COLUMN etl_craft.AUD_V_ALERTS.DELIVERED_AT IS 'When the alert was delivered on the channel; NULL until then.';
+
+DO $drop$
+DECLARE
+  v_found text[] := ARRAY(
+    SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+     WHERE a.attrelid = to_regclass('etl_craft.aud_v_workers') AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum);
+BEGIN
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
+      'worker_id bigint',
+      'worker_name character varying(128)',
+      'pool character varying(128)',
+      'status character varying(16)',
+      'host character varying(256)',
+      'pid integer',
+      'version character varying(64)',
+      'owner_id character varying(256)',
+      'ingestion_slots integer',
+      'ingestion_in_use bigint',
+      'warehouse_slots integer',
+      'warehouse_in_use bigint',
+      'heartbeat_seconds integer',
+      'heartbeat_at timestamp with time zone',
+      'seconds_since_heartbeat numeric',
+      'started_at timestamp with time zone',
+      'draining_at timestamp with time zone',
+      'stopped_at timestamp with time zone',
+      'stop_reason text'
+    ]::text[])[1:cardinality(v_found)] THEN
+    DROP VIEW etl_craft.AUD_V_WORKERS;
+  END IF;
+END
+$drop$;
+CREATE OR REPLACE VIEW etl_craft.AUD_V_WORKERS AS
+SELECT w.WORKER_ID, w.WORKER_NAME, w.POOL, w.STATUS, w.HOST, w.PID, w.VERSION, w.OWNER_ID, w.INGESTION_SLOTS,
+       COALESCE(u.INGESTION_IN_USE, 0) AS INGESTION_IN_USE, w.WAREHOUSE_SLOTS,
+       COALESCE(u.WAREHOUSE_IN_USE, 0) AS WAREHOUSE_IN_USE, w.HEARTBEAT_SECONDS, w.HEARTBEAT_AT,
+       ROUND(EXTRACT(EPOCH FROM (etl_craft.clock_now() - w.HEARTBEAT_AT)), 3) AS SECONDS_SINCE_HEARTBEAT,
+       w.STARTED_AT, w.DRAINING_AT, w.STOPPED_AT, w.STOP_REASON
+  FROM etl_craft.AUD_WORKERS w
+  LEFT JOIN (SELECT a.OWNER_ID, SUM(CASE WHEN a.SLOT_KIND = 'ingestion' THEN 1 ELSE 0 END) AS INGESTION_IN_USE,
+                    SUM(CASE WHEN a.SLOT_KIND = 'warehouse' THEN 1 ELSE 0 END) AS WAREHOUSE_IN_USE
+               FROM etl_craft.AUD_TASK_ATTEMPTS a
+              WHERE a.STATUS IN ('CLAIMED', 'RUNNING')
+              GROUP BY a.OWNER_ID) u ON u.OWNER_ID = w.OWNER_ID;
+COMMENT ON VIEW etl_craft.AUD_V_WORKERS IS 'One row per etl-craft worker that has served a QUEUE pool: who it is (name, host, pid, version, the owner id it claims with), its status (ACTIVE, DRAINING, GONE), its slots of each kind and how many of them its CLAIMED and RUNNING attempts use, and its heartbeat: when it last beat and how many seconds ago, by the Engine DB''s clock.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.WORKER_ID IS 'The worker (AUD_WORKERS.WORKER_ID); one per start of etl-craft worker.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.WORKER_NAME IS 'The worker''s name (--name, by default its host).';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.POOL IS 'The QUEUE pool it serves.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.STATUS IS 'ACTIVE (claims work), DRAINING (told to stop: finishes what it runs) or GONE (stopped or reaped).';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.HOST IS 'The host it runs on.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.PID IS 'Its process id on that host.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.VERSION IS 'The etl-craft version it runs.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.OWNER_ID IS 'The owner id its attempts carry (AUD_V_ATTEMPTS.OWNER_ID); new each start.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.INGESTION_SLOTS IS 'How many ingestion attempts it runs at once at most.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.INGESTION_IN_USE IS 'How many of its attempts of slot kind ingestion are CLAIMED or RUNNING now.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.WAREHOUSE_SLOTS IS 'How many warehouse attempts it runs at once at most.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.WAREHOUSE_IN_USE IS 'How many of its attempts of slot kind warehouse are CLAIMED or RUNNING now.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.HEARTBEAT_SECONDS IS 'Its heartbeat period; it is declared gone after 3 periods without one.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.HEARTBEAT_AT IS 'Its last heartbeat.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.SECONDS_SINCE_HEARTBEAT IS 'Seconds from its last heartbeat to now (the Engine DB''s clock), to the millisecond.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.STARTED_AT IS 'When it registered.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.DRAINING_AT IS 'When it was told to stop; NULL unless it drained.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.STOPPED_AT IS 'When it became GONE; NULL while it is ACTIVE or DRAINING.';
+COMMENT ON COLUMN etl_craft.AUD_V_WORKERS.STOP_REASON IS 'Why it is draining or gone (the signal, "drained", or the missed heartbeats that had it reaped).';
+
+DO $drop$
+DECLARE
+  v_found text[] := ARRAY(
+    SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+     WHERE a.attrelid = to_regclass('etl_craft.aud_v_queue_depth') AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY a.attnum);
+BEGIN
+  IF cardinality(v_found) > 0 AND v_found <> (ARRAY[
+      'pool character varying(128)',
+      'slot_kind character varying(16)',
+      'queued bigint',
+      'due bigint'
+    ]::text[])[1:cardinality(v_found)] THEN
+    DROP VIEW etl_craft.AUD_V_QUEUE_DEPTH;
+  END IF;
+END
+$drop$;
+CREATE OR REPLACE VIEW etl_craft.AUD_V_QUEUE_DEPTH AS
+SELECT a.POOL, a.SLOT_KIND, COUNT(*) AS QUEUED,
+       SUM(CASE WHEN (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= etl_craft.clock_now()) AND a.CANCEL_REQUESTED_AT IS NULL
+                THEN 1 ELSE 0 END) AS DUE
+  FROM etl_craft.AUD_TASK_ATTEMPTS a
+ WHERE a.STATUS = 'QUEUED'
+ GROUP BY a.POOL, a.SLOT_KIND;
+COMMENT ON VIEW etl_craft.AUD_V_QUEUE_DEPTH IS 'One row per pool and slot kind with attempts QUEUED: how many are queued, and how many of them are due now (not waiting for a retry delay and not asked to cancel), by the Engine DB''s clock.';
+COMMENT ON COLUMN etl_craft.AUD_V_QUEUE_DEPTH.POOL IS 'The pool the attempts are queued in.';
+COMMENT ON COLUMN etl_craft.AUD_V_QUEUE_DEPTH.SLOT_KIND IS 'ingestion or warehouse.';
+COMMENT ON COLUMN etl_craft.AUD_V_QUEUE_DEPTH.QUEUED IS 'How many attempts of the pool and kind are QUEUED.';
+COMMENT ON COLUMN etl_craft.AUD_V_QUEUE_DEPTH.DUE IS 'How many of them may be claimed now (NOT_BEFORE unset or past, no cancel requested).';

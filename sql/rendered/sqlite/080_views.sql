@@ -173,3 +173,32 @@ SELECT a.ALERT_ID, a.PIPELINE_RUN_ID, pr.PROJECT_CODE, p.PIPELINE_CODE, r.RUN_KE
   JOIN CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
   JOIN CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
   LEFT JOIN CFG_TASKS t ON t.TASK_ID = a.TASK_ID;
+
+DROP VIEW IF EXISTS AUD_V_WORKERS;
+CREATE VIEW AUD_V_WORKERS AS
+-- One row per etl-craft worker that has served a QUEUE pool: who it is (name, host, pid, version, the owner id it
+-- claims with), its status (ACTIVE, DRAINING, GONE), its slots of each kind and how many of them its CLAIMED and
+-- RUNNING attempts use, and its heartbeat: when it last beat and how many seconds ago, by the Engine DB's clock.
+SELECT w.WORKER_ID, w.WORKER_NAME, w.POOL, w.STATUS, w.HOST, w.PID, w.VERSION, w.OWNER_ID, w.INGESTION_SLOTS,
+       COALESCE(u.INGESTION_IN_USE, 0) AS INGESTION_IN_USE, w.WAREHOUSE_SLOTS,
+       COALESCE(u.WAREHOUSE_IN_USE, 0) AS WAREHOUSE_IN_USE, w.HEARTBEAT_SECONDS, w.HEARTBEAT_AT,
+       ROUND(((strftime('%s', etl_craft_now()) - strftime('%s', w.HEARTBEAT_AT))
+             + CAST(substr(etl_craft_now(), 20, 7) AS REAL) - CAST(substr(w.HEARTBEAT_AT, 20, 7) AS REAL)), 3) AS SECONDS_SINCE_HEARTBEAT,
+       w.STARTED_AT, w.DRAINING_AT, w.STOPPED_AT, w.STOP_REASON
+  FROM AUD_WORKERS w
+  LEFT JOIN (SELECT a.OWNER_ID, SUM(CASE WHEN a.SLOT_KIND = 'ingestion' THEN 1 ELSE 0 END) AS INGESTION_IN_USE,
+                    SUM(CASE WHEN a.SLOT_KIND = 'warehouse' THEN 1 ELSE 0 END) AS WAREHOUSE_IN_USE
+               FROM AUD_TASK_ATTEMPTS a
+              WHERE a.STATUS IN ('CLAIMED', 'RUNNING')
+              GROUP BY a.OWNER_ID) u ON u.OWNER_ID = w.OWNER_ID;
+
+DROP VIEW IF EXISTS AUD_V_QUEUE_DEPTH;
+CREATE VIEW AUD_V_QUEUE_DEPTH AS
+-- One row per pool and slot kind with attempts QUEUED: how many are queued, and how many of them are due now (not
+-- waiting for a retry delay and not asked to cancel), by the Engine DB's clock.
+SELECT a.POOL, a.SLOT_KIND, COUNT(*) AS QUEUED,
+       SUM(CASE WHEN (a.NOT_BEFORE IS NULL OR a.NOT_BEFORE <= etl_craft_now()) AND a.CANCEL_REQUESTED_AT IS NULL
+                THEN 1 ELSE 0 END) AS DUE
+  FROM AUD_TASK_ATTEMPTS a
+ WHERE a.STATUS = 'QUEUED'
+ GROUP BY a.POOL, a.SLOT_KIND;

@@ -183,7 +183,7 @@ def test_limits_hold_under_concurrent_claimers(engine_db: EngineDB) -> None:
                         for attempt_id in q.claim(max_attempts=rng.randint(1, 8), owner=owner):
                             if rng.random() < 0.7:
                                 finish(db, attempt_id, owner)
-            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            except BaseException as exc:
                 errors.append(exc)
 
         watcher = threading.Thread(target=watch)

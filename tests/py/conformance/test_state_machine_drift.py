@@ -32,6 +32,8 @@ ENUM_COLUMNS = {
     ("AUD_PIPELINES_RUN_LOG", "SLA_STATUS"): "SlaStatus",
     ("AUD_PIPELINES_RUN_LOG", "STARTED_BY_KIND"): "ActorKind",
     ("AUD_OVERSEERS", "STARTED_BY_KIND"): "ActorKind",
+    ("AUD_WORKERS", "STARTED_BY_KIND"): "ActorKind",
+    ("CFG_POOLS", "PROVIDER"): "PoolProvider",
     ("AUD_PIPELINES_RUN_LOG", "ENDED_BY_KIND"): "ActorKind",
     ("AUD_TASK_ATTEMPTS", "REQUESTED_BY_KIND"): "ActorKind",
     ("AUD_TASK_ATTEMPTS", "SLOT_KIND"): "SlotKind",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -14,6 +15,7 @@ from etlcraft.core.errors import NotFoundError, RefusedByPolicyError, StaleTrans
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from tests.py.support.attempts import Attempts, as_utc
+from tests.py.support.views import read_view
 
 POOL = "remote"
 WORKER_OWNER = "worker-a:77:1700000000:0c0c0c0c"
@@ -162,3 +164,41 @@ def test_a_worker_three_heartbeats_late_is_reaped_and_its_attempt_retried(pg_db:
     assert attempts.snapshot() == before
     with pytest.raises(StaleTransitionError, match="declared gone"):
         call(pg_db, "heartbeat_worker", worker_id=late, owner_id=WORKER_OWNER, lease_seconds=30)
+
+
+def test_the_workers_and_queue_depth_views(pg_db: EngineDB) -> None:
+    pg_db.clock.pin(pg_db.clock.now())
+    queue_pool(pg_db)
+    attempts = Attempts(pg_db)
+    worker_id = register(pg_db)
+    attempts.running("ingest", owner=WORKER_OWNER, key="k1", pool=POOL)
+    attempts.queue("load", key="k2", pool=POOL)
+    attempts.queue("ingest", key="k3", pool=POOL, not_before=pg_db.clock.now() + timedelta(hours=1))
+    pg_db.clock.pin(pg_db.clock.now() + timedelta(seconds=7))
+    rows = read_view(pg_db, "AUD_V_WORKERS")
+    assert [(r["WORKER_ID"], r["STATUS"], r["INGESTION_IN_USE"], r["WAREHOUSE_IN_USE"], r["SECONDS_SINCE_HEARTBEAT"])
+            for r in rows] == [(worker_id, "ACTIVE", 1, 0, 7.0)]
+    depth = [(r["POOL"], r["SLOT_KIND"], r["QUEUED"], r["DUE"]) for r in read_view(pg_db, "AUD_V_QUEUE_DEPTH")]
+    assert depth == [(POOL, "ingestion", 1, 0), (POOL, "warehouse", 1, 1)]
+
+
+def test_queue_pools_are_notified_when_attempts_are_queued_and_end(pg_db: EngineDB) -> None:
+    queue_pool(pg_db)
+    attempts = Attempts(pg_db)
+    attempts.run("local"), attempts.run("remote")
+    with pg_db.write() as conn:  # the remote task may be retried once
+        conn.execute(sa.text("INSERT INTO etl_craft.CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME,"
+                             " PARAMETER_VALUE) VALUES (:t, 'RETRIES', '1')"),
+                     {"t": attempts.task_id("ingest", "remote")})
+    dsn = pg_db.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as listener:
+        listener.execute("LISTEN etl_craft_queue")
+        listener.execute("LISTEN etl_craft_events")
+        local = attempts.claimed("load", owner="local-run", key="local", pool="default")  # LOCAL: nothing new
+        call(pg_db, "finish_attempt", attempt_id=local.attempt_id, owner_id="local-run", status="SUCCESS")
+        assert [(n.channel, n.payload) for n in listener.notifies(timeout=0.5, stop_after=1)] == []
+        remote = attempts.claimed("ingest", owner=WORKER_OWNER, key="remote", pool=POOL)
+        call(pg_db, "finish_attempt", attempt_id=remote.attempt_id, owner_id=WORKER_OWNER, status="FAILED",
+             error_message="boom")
+        heard = {(n.channel, n.payload) for n in listener.notifies(timeout=1.0, stop_after=2)}
+    assert heard == {("etl_craft_queue", POOL), ("etl_craft_events", f"attempt_ended:{POOL}")}

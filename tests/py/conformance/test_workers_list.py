@@ -53,13 +53,12 @@ def test_list_workers__a_worker_running_attempts__slots_in_use_per_kind(engine_d
     attempts.running("ingest", owner=OWNER, key="k1", pool=POOL)
     attempts.claimed("load", owner=OWNER, key="k2", pool=POOL)
     attempts.queue("load", key="k3", pool=POOL)
-    engine_db.clock.pin(engine_db.clock.now() + timedelta(seconds=4))
     doc = list_workers(engine_db)
     (worker,) = doc["workers"]
     assert (worker["worker_id"], worker["name"], worker["status"], worker["pool"]) == (worker_id, "w1", "ACTIVE",
                                                                                        POOL)
     assert worker["slots"] == {"ingestion": {"total": 2, "in_use": 1}, "warehouse": {"total": 3, "in_use": 1}}
-    assert 3.5 <= worker["seconds_since_heartbeat"] <= 5
+    assert 0 <= worker["seconds_since_heartbeat"] < 60  # by the Engine DB's clock (AUD_V_WORKERS)
     assert doc["queue"] == [{"pool": POOL, "slot_kind": "warehouse", "queued": 1, "due": 1}]
     text = render(doc)
     assert "  ingestion [#-] 1/2" in text and "  warehouse [#--] 1/3" in text

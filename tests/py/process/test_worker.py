@@ -277,3 +277,49 @@ def test_worker__cancelled_postgresql_query__cancelled_on_the_server_and_logged(
     log = Path(attempts(root)["sleep"][0]["log_path"])
     wait_for(lambda: "the query was cancelled on the PostgreSQL server" in log.read_text(), timeout=10,
              what="the attempt log to say the query was cancelled")
+
+
+@pytest.mark.parametrize("how", ["drain_seconds", "second_signal"])
+def test_worker__drain_ends_first__remaining_attempts_recorded_failed_worker_drained(
+        project: Path, request: pytest.FixtureRequest, how: str) -> None:
+    options = ("--drain-seconds", "1") if how == "drain_seconds" else ()
+    worker = start_worker(project, request, "w1", "--ingestion-slots", "1", *options)
+    queue_run(project)
+    wait_for(lambda: statuses(project).get("a") == ["RUNNING"], what="a to run")
+    pid = attempts(project)["a"][0]["pid"]
+    worker.send_signal(signal.SIGTERM)
+    if how == "second_signal":
+        wait_for(lambda: workers(project)[0]["status"] == "DRAINING", what="the worker to drain")
+        worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0, (project / "w1.log").read_text()
+    first = attempts(project)["a"][0]
+    assert first["status"] == "FAILED"
+    assert first["error_message"].startswith("worker drained: worker w1 was stopped and ")
+    assert ("a second signal" if how == "second_signal" else "its 1 s drain") in first["error_message"]
+    assert statuses(project)["a"] == ["FAILED", "QUEUED"]  # the retry rule applies: another worker runs it
+    assert statuses(project)["b"] == ["QUEUED"]
+    assert not descendants_alive([pid])
+    assert workers(project)[0]["status"] == "GONE"
+
+
+def test_worker__declared_gone_while_running__kills_its_task_processes_records_nothing_exits_20(
+        project: Path, request: pytest.FixtureRequest) -> None:
+    worker = start_worker(project, request, "w1", "--ingestion-slots", "1")
+    queue_run(project)
+    wait_for(lambda: statuses(project).get("a") == ["RUNNING"], what="a to run")
+    pid = attempts(project)["a"][0]["pid"]
+    db = engine(project)
+    try:
+        with db.read() as conn:
+            worker_id, owner = conn.execute(sa.text("SELECT WORKER_ID, OWNER_ID FROM etl_craft.AUD_WORKERS")).one()
+        with acting_as(TEST_ACTOR):  # what reap_workers does to a worker cut off for 3 heartbeats
+            call(db, "stop_worker", worker_id=worker_id, owner_id=owner, reason="declared gone by the test")
+    finally:
+        db.dispose()
+    assert worker.wait(timeout=15) == 20
+    log = (project / "w1.log").read_text()
+    assert f"worker {worker_id} (w1) was declared GONE by the Engine DB" in log
+    assert "task process(es) were killed at once and nothing was recorded" in log
+    wait_for(lambda: not descendants_alive([pid]), timeout=5, what="its task process to be killed")
+    lost = attempts(project)["a"][0]
+    assert lost["status"] == "LOST" and "declared gone by the test" in lost["error_message"]

@@ -5,7 +5,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(76);
+SELECT plan(77);
 
 SELECT etl_test.act();
 SELECT etl_test.seed();

@@ -4,7 +4,7 @@
 BEGIN;
 SELECT etl_test.serialize();
 SET LOCAL client_min_messages = warning;  -- TRUNCATE ... CASCADE notices
-SELECT plan(162);
+SELECT plan(167);
 
 -- 2: every table of the schema is an owned table, and each carries the engine-only statement trigger.
 SELECT set_eq(
@@ -127,7 +127,11 @@ INSERT INTO writes VALUES
      VALUES ('main.customers', 2, now(), 'pgtap', 'HUMAN')$$),
   ('AUD_OVERSEERS', $$INSERT INTO etl_craft.aud_overseers
        (owner_id, host, pid, version, started_at, heartbeat_at, started_by, started_by_kind)
-     VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), 'pgtap', 'HUMAN')$$);
+     VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('AUD_WORKERS', $$INSERT INTO etl_craft.aud_workers
+       (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status,
+        started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:2:x', 'w', 'remote', 'h', 2, '0.1', 1, 1, 10, 'ACTIVE', now(), now(), 'pgtap', 'HUMAN')$$);
 
 -- The refusal each table gives, as 090_guards words it: the operation, the table, then a remedy.
 CREATE TEMP VIEW refusals AS

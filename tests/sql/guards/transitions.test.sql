@@ -15,8 +15,9 @@ SELECT set_eq('SELECT entity, status, is_terminal, summary_status FROM etl_craft
            ('ATTEMPT', 'QUEUED', 'N', 'IN-PROGRESS'), ('ATTEMPT', 'CLAIMED', 'N', 'IN-PROGRESS'),
            ('ATTEMPT', 'RUNNING', 'N', 'IN-PROGRESS'), ('ATTEMPT', 'SUCCESS', 'Y', 'SUCCESS'),
            ('ATTEMPT', 'FAILED', 'Y', 'FAILED'), ('ATTEMPT', 'TIMED_OUT', 'Y', 'FAILED'),
-           ('ATTEMPT', 'CANCELLED', 'Y', 'CANCELLED'), ('ATTEMPT', 'LOST', 'Y', 'FAILED')$$,
-  'ENG_STATUSES holds the 6 RUN, 5 TASK_RUN and 8 ATTEMPT statuses of state_machine.yaml with their terminal flags and summaries');
+           ('ATTEMPT', 'CANCELLED', 'Y', 'CANCELLED'), ('ATTEMPT', 'LOST', 'Y', 'FAILED'),
+           ('WORKER', 'ACTIVE', 'N', NULL), ('WORKER', 'DRAINING', 'N', NULL), ('WORKER', 'GONE', 'Y', NULL)$$,
+  'ENG_STATUSES holds the 6 RUN, 5 TASK_RUN, 8 ATTEMPT and 3 WORKER statuses of state_machine.yaml with their terminal flags and summaries');
 
 -- 1: ENG_TRANSITIONS is the YAML's pairs (FROM_STATUS NULL: the statuses a row may be inserted with), with the table.
 SELECT set_eq('SELECT entity, table_name, from_status, to_status FROM etl_craft.eng_transitions',
@@ -44,19 +45,24 @@ SELECT set_eq('SELECT entity, table_name, from_status, to_status FROM etl_craft.
       ('QUEUED', 'CLAIMED'), ('QUEUED', 'FAILED'), ('QUEUED', 'CANCELLED'),
       ('CLAIMED', 'RUNNING'), ('CLAIMED', 'SUCCESS'), ('CLAIMED', 'FAILED'), ('CLAIMED', 'LOST'), ('CLAIMED', 'CANCELLED'),
       ('RUNNING', 'SUCCESS'), ('RUNNING', 'FAILED'), ('RUNNING', 'TIMED_OUT'), ('RUNNING', 'LOST'), ('RUNNING', 'CANCELLED')
-    ) AS attempt(f, t)$$,
+    ) AS attempt(f, t)
+    UNION ALL
+    SELECT 'WORKER', 'AUD_WORKERS', f, t FROM (VALUES
+      (NULL, 'ACTIVE'), ('ACTIVE', 'DRAINING'), ('ACTIVE', 'GONE'), ('DRAINING', 'GONE')
+    ) AS worker(f, t)$$,
   'ENG_TRANSITIONS holds exactly the pairs of state_machine.yaml, each with its entity''s table');
 
--- 2: the counts, as the YAML gives them: RUN 6 statuses, 2 initial + 20 changes; TASK_RUN 5, 4 + 17; ATTEMPT 8, 1 + 13.
+-- 2: the counts, as the YAML gives them: RUN 6 statuses, 2 initial + 20 changes; TASK_RUN 5, 4 + 17; ATTEMPT 8, 1 + 13;
+-- WORKER 3, 1 + 3.
 SELECT set_eq(
   $$SELECT entity, count(*) FILTER (WHERE from_status IS NULL) AS initial,
            count(*) FILTER (WHERE from_status IS NOT NULL) AS changes
       FROM etl_craft.eng_transitions GROUP BY entity$$,
-  $$VALUES ('RUN', 2::bigint, 20::bigint), ('TASK_RUN', 4, 17), ('ATTEMPT', 1, 13)$$,
-  'ENG_TRANSITIONS has RUN 2 initial + 20 changes, TASK_RUN 4 + 17, ATTEMPT 1 + 13');
+  $$VALUES ('RUN', 2::bigint, 20::bigint), ('TASK_RUN', 4, 17), ('ATTEMPT', 1, 13), ('WORKER', 1, 3)$$,
+  'ENG_TRANSITIONS has RUN 2 initial + 20 changes, TASK_RUN 4 + 17, ATTEMPT 1 + 13, WORKER 1 + 3');
 SELECT set_eq('SELECT entity, count(*) FROM etl_craft.eng_statuses GROUP BY entity',
-  $$VALUES ('RUN', 6::bigint), ('TASK_RUN', 5), ('ATTEMPT', 8)$$,
-  'ENG_STATUSES has 6 RUN, 5 TASK_RUN and 8 ATTEMPT statuses');
+  $$VALUES ('RUN', 6::bigint), ('TASK_RUN', 5), ('ATTEMPT', 8), ('WORKER', 3)$$,
+  'ENG_STATUSES has 6 RUN, 5 TASK_RUN, 8 ATTEMPT and 3 WORKER statuses');
 
 -- The rows the guards are tried on: run manual:up1, its task run of extract and attempt 1 from the seed, plus a task
 -- run of load in manual:down1 without attempts (for attempt inserts), and pipeline empty_pl (for run inserts).

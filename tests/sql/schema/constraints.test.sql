@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(235);
+SELECT plan(246);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
@@ -82,14 +82,19 @@ INSERT INTO expected_checks VALUES
   ('cfg_alert_rules', 'active_flag_is_y_or_n'), ('aud_alerts', 'alert_kind_is_valid'),
   ('aud_alert_deliveries', 'delivery_status_is_valid'), ('aud_alert_deliveries', 'attempts_is_not_negative'),
   ('aud_alert_deliveries', 'pending_has_a_next_attempt'), ('aud_alert_deliveries', 'delivered_has_a_time'),
-  ('aud_alert_deliveries', 'claim_has_an_expiry');
+  ('aud_alert_deliveries', 'claim_has_an_expiry'),
+  ('cfg_pools', 'provider_is_valid'), ('cfg_projects', 'max_warehouse_queries_is_positive'),
+  ('aud_workers', 'ingestion_slots_is_not_negative'), ('aud_workers', 'warehouse_slots_is_not_negative'),
+  ('aud_workers', 'heartbeat_seconds_is_positive'), ('aud_workers', 'status_is_valid'),
+  ('aud_workers', 'started_by_kind_is_valid'), ('aud_workers', 'gone_has_a_stop'),
+  ('aud_workers', 'gone_has_a_reason'), ('aud_workers', 'draining_has_a_time');
 
 -- 1 + 27: the full set of CHECK constraints, then has_check for each table that has any.
 SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 104 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 114 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -423,7 +428,47 @@ INSERT INTO violations VALUES
   ('aud_overseers', 'stopped_has_a_reason', 'STOPPED_AT without STOP_REASON',
    $$SET LOCAL session_replication_role = replica;
      INSERT INTO etl_craft.aud_overseers (owner_id, host, pid, version, started_at, heartbeat_at, stopped_at,
-       started_by, started_by_kind) VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), now(), 'pgtap', 'HUMAN')$$);
+       started_by, started_by_kind) VALUES ('h:1:x', 'h', 1, '0.1', now(), now(), now(), 'pgtap', 'HUMAN')$$),
+  ('aud_workers', 'ingestion_slots_is_not_negative', 'INGESTION_SLOTS = -1',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', -1, 1, 10, 'ACTIVE', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('aud_workers', 'warehouse_slots_is_not_negative', 'WAREHOUSE_SLOTS = -1',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, -1, 10, 'ACTIVE', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('aud_workers', 'heartbeat_seconds_is_positive', 'HEARTBEAT_SECONDS = 0',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 0, 'ACTIVE', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('aud_workers', 'status_is_valid', 'STATUS = LOST',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 10, 'LOST', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('aud_workers', 'started_by_kind_is_valid', 'STARTED_BY_KIND = ROBOT',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 10, 'ACTIVE', now(), now(), 'pgtap', 'ROBOT')$$),
+  ('aud_workers', 'gone_has_a_stop', 'GONE without STOPPED_AT',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind, stop_reason)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 10, 'GONE', now(), now(), 'pgtap', 'HUMAN', 'x')$$),
+  ('aud_workers', 'gone_has_a_reason', 'GONE without STOP_REASON',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind, stopped_at)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 10, 'GONE', now(), now(), 'pgtap', 'HUMAN', now())$$),
+  ('aud_workers', 'draining_has_a_time', 'DRAINING without DRAINING_AT',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.aud_workers (owner_id, worker_name, pool, host, pid, version, ingestion_slots, warehouse_slots, heartbeat_seconds, status, started_at, heartbeat_at, started_by, started_by_kind)
+     VALUES ('h:1:x', 'w', 'remote', 'h', 1, '0.1', 1, 1, 10, 'DRAINING', now(), now(), 'pgtap', 'HUMAN')$$),
+  ('cfg_pools', 'provider_is_valid', 'PROVIDER = REMOTE',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.cfg_pools (pool_name, provider, created_by, created_date, updated_by, updated_date)
+     VALUES ('p2', 'REMOTE', 'pgtap', now(), 'pgtap', now())$$),
+  ('cfg_projects', 'max_warehouse_queries_is_positive', 'MAX_WAREHOUSE_QUERIES = 0',
+   $$SET LOCAL session_replication_role = replica;
+     INSERT INTO etl_craft.cfg_projects (project_code, max_warehouse_queries, created_by, created_date, updated_by,
+       updated_date) VALUES ('p2', 0, 'pgtap', now(), 'pgtap', now())$$);
 
 -- 1: every CHECK constraint has at least one violation below (so none is left untried).
 SELECT set_eq('SELECT DISTINCT tbl, con FROM violations', 'SELECT tbl, con FROM expected_checks',

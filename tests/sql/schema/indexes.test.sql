@@ -5,7 +5,7 @@
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(211);
+SELECT plan(218);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -41,6 +41,8 @@ INSERT INTO expected_indexes VALUES
   ('aud_task_attempts', 'ix_attempts_run_queue',
    ARRAY['pipeline_run_id', 'pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
    '((status)::text = ''QUEUED''::text)'),
+  ('aud_workers', 'ux_workers_owner', ARRAY['owner_id'], true, NULL),
+  ('aud_workers', 'ix_workers_live', ARRAY['pool', 'heartbeat_at'], false, '((status)::text <> ''GONE''::text)'),
   ('aud_task_attempts', 'ix_attempts_live_owner', ARRAY['owner_id', 'attempt_id'], false,
    '((status)::text = ANY ((ARRAY[''CLAIMED''::character varying, ''RUNNING''::character varying])::text[]))'),
   ('aud_pipelines_run_log', 'ux_one_running_run', ARRAY['pipeline_id'], true,
@@ -81,7 +83,7 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 43 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 45 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
 -- 36: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],

@@ -4,7 +4,7 @@
 -- exactly its 31 tables, each with its full column list, column types and NOT NULL rules, identity keys, primary key and every
 -- foreign key (and no others).
 BEGIN;
-SELECT plan(188);
+SELECT plan(193);
 
 -- The tables, with their columns as written in the migration (ORD is the position there).
 CREATE TEMP TABLE expected_columns (tbl name, ord int, col name, typ text, not_null boolean) ON COMMIT DROP;
@@ -45,6 +45,7 @@ INSERT INTO expected_columns VALUES
   ('cfg_projects', 10, 'created_date', 'timestamp with time zone', true),
   ('cfg_projects', 11, 'updated_by', 'character varying(128)', true),
   ('cfg_projects', 12, 'updated_date', 'timestamp with time zone', true),
+  ('cfg_projects', 13, 'max_warehouse_queries', 'integer', false),
   ('cfg_pools', 1, 'pool_id', 'bigint', true),
   ('cfg_pools', 2, 'pool_name', 'character varying(128)', true),
   ('cfg_pools', 3, 'description', 'text', false),
@@ -53,6 +54,7 @@ INSERT INTO expected_columns VALUES
   ('cfg_pools', 6, 'created_date', 'timestamp with time zone', true),
   ('cfg_pools', 7, 'updated_by', 'character varying(128)', true),
   ('cfg_pools', 8, 'updated_date', 'timestamp with time zone', true),
+  ('cfg_pools', 9, 'provider', 'character varying(16)', true),
   ('cfg_pipelines', 1, 'pipeline_id', 'bigint', true),
   ('cfg_pipelines', 2, 'project_id', 'bigint', true),
   ('cfg_pipelines', 3, 'pipeline_code', 'character varying(128)', true),
@@ -311,6 +313,24 @@ INSERT INTO expected_columns VALUES
   ('aud_business_rule_flags', 8, 'task_run_id', 'bigint', true),
   ('aud_business_rule_flags', 9, 'attempt_id', 'bigint', true),
   ('aud_business_rule_flags', 10, 'cleared_by_attempt_id', 'bigint', false),
+  ('aud_workers', 1, 'worker_id', 'bigint', true),
+  ('aud_workers', 2, 'owner_id', 'character varying(256)', true),
+  ('aud_workers', 3, 'worker_name', 'character varying(128)', true),
+  ('aud_workers', 4, 'pool', 'character varying(128)', true),
+  ('aud_workers', 5, 'host', 'character varying(256)', true),
+  ('aud_workers', 6, 'pid', 'integer', true),
+  ('aud_workers', 7, 'version', 'character varying(64)', true),
+  ('aud_workers', 8, 'ingestion_slots', 'integer', true),
+  ('aud_workers', 9, 'warehouse_slots', 'integer', true),
+  ('aud_workers', 10, 'heartbeat_seconds', 'integer', true),
+  ('aud_workers', 11, 'status', 'character varying(16)', true),
+  ('aud_workers', 12, 'started_at', 'timestamp with time zone', true),
+  ('aud_workers', 13, 'heartbeat_at', 'timestamp with time zone', true),
+  ('aud_workers', 14, 'draining_at', 'timestamp with time zone', false),
+  ('aud_workers', 15, 'stopped_at', 'timestamp with time zone', false),
+  ('aud_workers', 16, 'stop_reason', 'text', false),
+  ('aud_workers', 17, 'started_by', 'character varying(128)', true),
+  ('aud_workers', 18, 'started_by_kind', 'character varying(16)', true),
   ('aud_overseers', 1, 'overseer_id', 'bigint', true),
   ('aud_overseers', 2, 'owner_id', 'character varying(256)', true),
   ('aud_overseers', 3, 'host', 'character varying(256)', true),
@@ -376,8 +396,8 @@ SELECT tables_are('etl_craft', ARRAY[
   'aud_task_run_log', 'aud_task_attempts', 'aud_gate_decisions', 'aud_dependency_consumption',
   'aud_run_interventions', 'aud_pipeline_pauses', 'aud_actions', 'aud_metadata_changes',
   'aud_task_offsets', 'aud_target_hash_version', 'aud_gate_waits', 'cfg_business_rules', 'aud_business_rule_flags',
-  'aud_overseers', 'cfg_api_tokens', 'cfg_alert_rules', 'aud_alerts', 'aud_alert_deliveries'
-]::name[], 'etl_craft holds exactly the 31 Engine DB tables of the migrations, no more and no fewer');
+  'aud_overseers', 'cfg_api_tokens', 'cfg_alert_rules', 'aud_alerts', 'aud_alert_deliveries', 'aud_workers'
+]::name[], 'etl_craft holds exactly the 32 Engine DB tables of the migrations, no more and no fewer');
 
 SELECT has_table('etl_craft', tbl, upper(tbl) || ' exists in schema etl_craft')
   FROM (SELECT DISTINCT tbl FROM expected_columns) t ORDER BY tbl;
@@ -424,7 +444,8 @@ SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || up
     ('cfg_api_tokens'::name, ARRAY['token_id']::name[]),
     ('cfg_alert_rules'::name, ARRAY['alert_rule_id']::name[]),
     ('aud_alerts'::name, ARRAY['alert_id']::name[]),
-    ('aud_alert_deliveries'::name, ARRAY['delivery_id']::name[])
+    ('aud_alert_deliveries'::name, ARRAY['delivery_id']::name[]),
+    ('aud_workers'::name, ARRAY['worker_id']::name[])
   ) AS pk(tbl, cols);
 SELECT hasnt_pk('etl_craft', 'eng_transitions', 'ENG_TRANSITIONS has no primary key (ux_eng_transitions keys it)');
 
@@ -443,7 +464,8 @@ SELECT set_eq(
            ('aud_gate_waits'::name, 'gate_wait_id'::name), ('cfg_business_rules'::name, 'business_rule_id'::name),
            ('aud_business_rule_flags'::name, 'flag_id'::name), ('aud_overseers'::name, 'overseer_id'::name),
            ('cfg_api_tokens'::name, 'token_id'::name), ('cfg_alert_rules'::name, 'alert_rule_id'::name),
-           ('aud_alerts'::name, 'alert_id'::name), ('aud_alert_deliveries'::name, 'delivery_id'::name)$$,
+           ('aud_alerts'::name, 'alert_id'::name), ('aud_alert_deliveries'::name, 'delivery_id'::name),
+           ('aud_workers'::name, 'worker_id'::name)$$,
   'the id column of every CFG_ and AUD_ table but AUD_TASK_OFFSETS is GENERATED ALWAYS AS IDENTITY, and no other column is');
 
 -- Foreign keys: each one the migration declares, then the full set (no undeclared extra).
@@ -517,7 +539,7 @@ SELECT set_eq(
   'etl_craft has exactly the 52 single-column foreign keys the migration declares');
 SELECT hasnt_fk('etl_craft', tbl, upper(tbl) || ' has no foreign key')
   FROM unnest(ARRAY['schema_migrations', 'eng_statuses', 'eng_transitions', 'eng_error_codes', 'eng_settings', 'cfg_projects', 'cfg_pools', 'aud_metadata_changes',
-                     'aud_target_hash_version', 'aud_overseers']::name[]) tbl;
+                     'aud_target_hash_version', 'aud_overseers', 'aud_workers']::name[]) tbl;
 
 SELECT * FROM finish();
 ROLLBACK;

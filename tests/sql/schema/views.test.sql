@@ -3,11 +3,11 @@
 -- types in order, each view and each column commented with its spec text, read-only; and each lists the rows of a
 -- history written through the write API (etl_test.views_history, helpers_views.sql).
 BEGIN;
-SELECT plan(22);
+SELECT plan(24);
 
 SELECT views_are('etl_craft', ARRAY(SELECT view_name FROM etl_test.spec_views),
                  'etl_craft has exactly the views of sql/views.yaml');
-SELECT has_view('etl_craft', view_name::name, upper(view_name) || ' exists') FROM etl_test.spec_views ORDER BY 1;
+SELECT has_view('etl_craft', view_name::name, upper(view_name) || ' exists') FROM etl_test.spec_views ORDER BY view_name;
 
 SELECT results_eq(
   $$ SELECT c.relname::text COLLATE "default", a.attnum::int, a.attname::text COLLATE "default",

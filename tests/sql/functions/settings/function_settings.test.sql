@@ -17,7 +17,7 @@ SELECT is_empty($$SELECT name FROM api WHERE NOT 'jit=off' = ANY (config)$$,
   'every write-API function runs with jit = off');
 
 SELECT set_eq($$SELECT name FROM api WHERE 'plan_cache_mode=force_generic_plan' = ANY (config)$$,
-  ARRAY['claim_attempt', 'start_attempt', 'finish_attempt', 'renew_lease', 'renew_overseer'],
+  ARRAY['claim_attempt', 'start_attempt', 'finish_attempt', 'renew_lease', 'renew_overseer', 'heartbeat_worker'],
   'the functions on every attempt''s path keep one generic plan per session');
 
 SELECT set_eq($$SELECT name FROM api WHERE 'enable_sort=off' = ANY (config)$$, ARRAY['claim_attempt'],
