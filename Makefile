@@ -44,10 +44,10 @@ test-py: venv ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker process
 	$(PYTHON) -m compileall -q etlcraft tests > /dev/null
 	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
-soak: venv ## The repeated scenarios: the server chaos test 20 times and the API fuzzing with 300 examples per operation
+soak: venv ## The repeated scenarios: the server chaos test and the pool contract tests 20 times, the API fuzzing with 300 examples per operation
 	ETL_CRAFT_SOAK_ITERATIONS=$${ETL_CRAFT_SOAK_ITERATIONS:-20} ETL_CRAFT_FUZZ_EXAMPLES=$${ETL_CRAFT_FUZZ_EXAMPLES:-300} \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) \
-	  tests/py/process/test_server_chaos.py tests/py/api/test_api_fuzz.py
+	  tests/py/process/test_server_chaos.py tests/py/process/test_pool_contract.py tests/py/api/test_api_fuzz.py
 
 lint: venv ## ruff and mypy
 	$(PYTHON) -m ruff check etlcraft tests scripts bench

@@ -31,7 +31,8 @@ from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one, statement
 from etlcraft.supervisor.child import ChildRequest
-from etlcraft.supervisor.local import Ended, LocalSupervisor
+from etlcraft.supervisor.local import Ended
+from etlcraft.supervisor.pools import LOCAL, AttemptSpec, LocalPool
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ class RunState:
     cancel_requested: bool
     next_queued: datetime | None  # when its earliest QUEUED attempt is due (a retry's NOT_BEFORE, else now)
     next_check: datetime | None  # the next look at a task gate that waits
-    foreign_live: int  # its attempts live under another owner
+    foreign_live: int  # its attempts of LOCAL pools live under another owner
+    queue_live: int  # its attempts of QUEUE pools QUEUED, CLAIMED or RUNNING (workers run them)
     pause: dict[str, Any] | None  # its pipeline's open pause
 
     @property
@@ -81,6 +83,7 @@ def read_states(db: EngineDB, owner_id: str, run_ids: Collection[int]) -> dict[i
         next_queued=as_utc(r["next_queued"]) if r["next_queued"] is not None else None,
         next_check=as_utc(r["next_check"]) if r["next_check"] is not None else None,
         foreign_live=int(r["foreign_live"] or 0),
+        queue_live=int(r["queue_live"] or 0),
         pause=None if r["paused_at"] is None else {"pipeline_code": r["pipeline_code"], "paused_by": r["paused_by"],
                                                    "pause_reason": r["pause_reason"]},
     ) for r in rows}
@@ -109,19 +112,24 @@ class RunDriver:
         self.children: set[int] = set()  # this run's attempts whose task processes the supervisor watches
         self.outcome = RunOutcome(run_id, "IN-PROGRESS", "")
         self.task_codes: dict[int, str] = {}
+        self.tasks: dict[int, dict[str, Any]] = {}  # what a pool is told of each task (run_task_specs)
         self.wake_at = 0.0  # time.monotonic() of the next look; 0: now
         self.lost: str | None = None  # set when the run's lease was found lost
         self.starved = False  # its queued attempts found no free slot of the supervisor's
         self.new_gate_wait = False  # a task gate began to wait in this turn
+        self.queue_waiting = False  # it waits for attempts that workers run (QUEUE pools): a notification wakes it
+        self.next_queue_look = 0.0  # time.monotonic() of the next look at the workers it waits for
+        self.no_worker: set[str] = set()  # QUEUE pools it said have no active worker (said once, until one comes)
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
-    def step(self, supervisor: LocalSupervisor, dispatch: bool = True, state: RunState | None = None) -> bool:
+    def step(self, pool: LocalPool, dispatch: bool = True, state: RunState | None = None) -> bool:
         """One turn; False once the run has nothing left to do here: then either outcome.message says why it was
         left (lease lost, paused) or the run is ready to be finalized (finish). With dispatch False (the overseer
         is stopping) nothing new is started. `state` is the run's state read at the start of the turn (read here
         when not given)."""
         now = time.monotonic()
+        supervisor = pool.supervisor
         if self.lost:
             self.outcome.ended += supervisor.stop_all(f"stopped: {self.lost}", only=set(self.children))
             self.children.clear()
@@ -130,7 +138,7 @@ class RunDriver:
         if state is None:
             state = self.read_state()
         if self.children and state.cancel_requested:
-            self._stop_cancelled(supervisor)
+            self._stop_cancelled(pool)
         if self.waited_on and not state.foreign_live:
             # The other owner's attempts it waited for have ended, or were reconciled LOST (by the server's own
             # reconcile, between two of its turns): a LOST one runs again (requeue_lost) before anything is
@@ -138,12 +146,17 @@ class RunDriver:
             self.requeue_lost()
             self.waited_on.clear()
             state = self.read_state()  # what it queued again is due now
+        if self.queue_waiting and self.requeue_lost():
+            # It waited for workers' attempts: one recorded LOST meanwhile (its worker gone) runs again before
+            # anything is dispatched or the run is finalized, as for another owner's attempts above.
+            state = self.read_state()
         self.starved = False
         self.new_gate_wait = False
-        started = self._dispatch(supervisor, state) if dispatch else False
+        started = self._dispatch(pool, state) if dispatch else False
         if self.new_gate_wait:  # a gate began to wait in this turn: its next look is not in the state read before
             state = self.read_state()
         if self.children:
+            self.queue_waiting = bool(state.queue_live)
             self.wake_at = now + self._until_due(state)
             return True
         if not dispatch:
@@ -155,6 +168,10 @@ class RunDriver:
             self.wake_at = now
             return True
         if state.foreign_live and self._foreign_attempts_live():
+            return True
+        self.queue_waiting = bool(state.queue_live)
+        if self.queue_waiting:
+            self._wait_for_workers()
             return True
         if state.pause is not None:  # before any wait for a retry or a gate: a paused run ends INCOMPLETE now
             self._paused(state.pause)
@@ -185,13 +202,13 @@ class RunDriver:
         fault_point("before_finalize")
         ride_out(self._finalize, seconds=self.settings.lease_seconds)
 
-    def stop(self, supervisor: LocalSupervisor, reason: str) -> None:
+    def stop(self, pool: LocalPool, reason: str) -> None:
         """Stop this run's task processes (their attempts recorded interrupted) and release the run, IN-PROGRESS."""
-        self.outcome.ended += supervisor.stop_all(reason, only=set(self.children))
+        self.outcome.ended += pool.supervisor.stop_all(reason, only=set(self.children))
         self.children.clear()
         self.release()
 
-    def release_orphans(self, supervisor: LocalSupervisor) -> None:
+    def release_orphans(self, pool: LocalPool) -> None:
         """After an outage: an attempt this supervisor claimed whose answer was lost with the connection is CLAIMED
         by it but has no process. Nothing runs it, so it is recorded LOST at once (the retry rule or requeue_lost
         queues it again) instead of holding the run until its lease expires."""
@@ -199,7 +216,7 @@ class RunDriver:
             claimed = fetch_all(self.db, conn, "run_own_claimed_attempts", run_id=self.run_id,
                                 owner_id=self.settings.owner_id)
         for row in claimed:
-            if row["attempt_id"] in supervisor.children:
+            if row["attempt_id"] in pool.supervisor.children:
                 continue
             with contextlib.suppress(StaleTransitionError):
                 call(self.db, "lose_attempt", attempt_id=row["attempt_id"], owner_id=self.settings.owner_id,
@@ -214,7 +231,7 @@ class RunDriver:
     def read_state(self) -> RunState:
         return read_states(self.db, self.settings.owner_id, [self.run_id])[self.run_id]
 
-    def _dispatch(self, supervisor: LocalSupervisor, state: RunState) -> bool:
+    def _dispatch(self, pool: LocalPool, state: RunState) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""
         started = False
         ready = [t for t in call(self.db, "ready_tasks", run_id=self.run_id)
@@ -245,49 +262,57 @@ class RunDriver:
         waiting = started or (state.next_queued is not None and state.next_queued <= self.db.clock.now())
         if not waiting:  # nothing queued is due: no claim to try
             return started
-        if self._free(supervisor) > 0:
-            self._claim_and_start(supervisor)
+        if pool.supervisor.free > 0:
+            self._claim_and_start(pool)
         elif not self.children:
-            self.starved = supervisor.free <= 0  # woken when a slot frees (the server's slot queue)
+            self.starved = True  # woken when a slot frees (the server's slot queue)
         return started
 
-    def _free(self, supervisor: LocalSupervisor) -> int:
-        """Slots this run may fill now: its own (the pipeline's Max_parallel_tasks) within the supervisor's."""
-        return min(self.settings.slots - len(self.children), supervisor.free)
-
-    def _claim_and_start(self, supervisor: LocalSupervisor) -> None:
-        """Claim this run's queued attempts (every pool and slot kind they wait in) and start their processes."""
+    def _claim_and_start(self, pool: LocalPool) -> None:
+        """Claim this run's queued attempts (every local pool and slot kind they wait in) and start their processes,
+        within the supervisor's free slots: the pipeline's and project's limits are the Engine DB's (claim_attempt
+        skips what is at its limit)."""
         with self.db.read() as conn:
-            queues = [(r["pool"], r["slot_kind"]) for r in fetch_all(self.db, conn, "run_queued_pools",
-                                                                      run_id=self.run_id)]
-        for pool, kind in queues:
-            if self._free(supervisor) <= 0:
+            queues = [(r["pool"], r["slot_kind"], r["provider"])
+                      for r in fetch_all(self.db, conn, "run_queued_pools", run_id=self.run_id)]
+        for name, kind, provider in queues:
+            if provider != LOCAL:  # a QUEUE pool's attempts wait for its workers
+                continue
+            if pool.supervisor.free <= 0:
                 # Every slot of the supervisor is taken (by other runs, where it drives several): starved.
-                self.starved = supervisor.free <= 0
+                self.starved = True
                 return
             with holding_stops():  # a stop finds each claimed attempt started and supervised, never claimed only (B3)
-                self._claim_pool(supervisor, pool, kind)
+                self._take(pool, name, kind)
 
-    def _claim_pool(self, supervisor: LocalSupervisor, pool: str, kind: str) -> None:
-        # Not durable: a claim lost in a server crash is refused at the task process's start_attempt, which runs
-        # before the task does anything and whose synchronous commit makes the claim durable too.
-        claimed = call(self.db, "claim_attempt", pool=pool, slot_kinds=kind, owner_id=self.settings.owner_id,
-                       lease_seconds=self.settings.lease_seconds, run_id=self.run_id,
-                       max_attempts=self._free(supervisor), durable=False)
-        for attempt in claimed:
-            fault_point("attempt_claimed")
-            code = self.task_codes.get(attempt.task_id) or self._task_code(attempt.task_id)
-            try:
-                supervisor.start(attempt.attempt_id, code, self.policies(attempt.task_id).timeout,
-                                 self.settings.log_dir)
-            except EtlCraftError as exc:  # the attempt is recorded FAILED (B2): the retry rule retries it or not
-                ended = Ended(attempt.attempt_id, code, "FAILED", None)
+    def _take(self, pool: LocalPool, name: str, kind: str) -> None:
+        for done in pool.take(self.run_id, name, kind, pool.supervisor.free, self._spec, self.settings.log_dir):
+            code = done.spec.task_code
+            if done.error is not None:  # recorded FAILED (B2): the retry rule retries it or not
+                ended = Ended(done.spec.attempt_id, code, "FAILED", None)
                 self.outcome.ended.append(ended)
-                self.on_event(f"{code}: FAILED ({exc})")
+                self.on_event(f"{code}: FAILED ({done.error})")
                 self._say_retry(ended)
                 continue
-            self.children.add(attempt.attempt_id)
-            self.on_event(f"{code}: started attempt {attempt.attempt_id}")
+            self.children.add(done.spec.attempt_id)
+            self.on_event(f"{code}: started attempt {done.spec.attempt_id}")
+
+    def _spec(self, attempt: Any, pool: str, kind: str) -> AttemptSpec:
+        """The spec of an attempt claim_attempt returned, from what the driver knows of its run (one read of the
+        run's tasks, the first time)."""
+        task_id = int(attempt.task_id)
+        if task_id not in self.tasks:
+            with self.db.read() as conn:
+                rows = fetch_all(self.db, conn, "run_task_specs", run_id=self.run_id)
+            self.tasks.update({int(r["task_id"]): r for r in rows})
+            self.task_codes.update({int(r["task_id"]): str(r["task_code"]) for r in rows})
+        task = self.tasks[task_id]
+        return AttemptSpec(
+            attempt_id=int(attempt.attempt_id), task_run_id=int(attempt.task_run_id),
+            pipeline_run_id=int(attempt.pipeline_run_id), project_code=str(task["project_code"]),
+            pipeline_code=str(task["pipeline_code"]), task_code=str(task["task_code"]), handler=str(task["handler"]),
+            pool=pool, slot_kind=kind, timeout_seconds=self.policies(task_id).timeout,
+            lease_seconds=self.settings.lease_seconds)
 
     def _task_code(self, task_id: int) -> str:
         with self.db.read() as conn:
@@ -316,6 +341,33 @@ class RunDriver:
         self.wake_at = time.monotonic() + self.settings.heartbeat_seconds
         return True
 
+    def _wait_for_workers(self) -> None:
+        """Its attempts in QUEUE pools are the workers' to run: the run waits for their outcome without spinning,
+        woken by the notification of an attempt's end (etl_craft_events) or, failing that, a heartbeat later. Once
+        per heartbeat it records LOST the attempts of workers that stopped heartbeating (reap_workers), queues again
+        a lost attempt (requeue_lost), and says once when a pool it waits on has no active worker."""
+        now = time.monotonic()
+        self.wake_at = now + self.settings.heartbeat_seconds
+        if now < self.next_queue_look:
+            return
+        self.next_queue_look = self.wake_at
+        if self.db.is_postgres:
+            for reaped in call(self.db, "reap_workers"):
+                if reaped.lost_attempts:
+                    self.on_event(f"worker {reaped.worker_id} ({reaped.owner_id}) stopped heartbeating: "
+                                  f"{reaped.lost_attempts} attempt(s) it held recorded LOST")
+        self.requeue_lost()
+        with self.db.read() as conn:
+            waits = fetch_all(self.db, conn, "run_queue_waits", run_id=self.run_id)
+        for row in waits:
+            pool = str(row["pool"])
+            if int(row["active_workers"] or 0) > 0:
+                self.no_worker.discard(pool)
+            elif pool not in self.no_worker:
+                self.no_worker.add(pool)
+                self.on_event(f"pool {pool} has no active worker; {row['waiting']} attempts wait "
+                              f"(etl-craft worker --pool {pool} serves it)")
+
     def _paused(self, pause: dict[str, Any]) -> None:
         """A paused pipeline admits no task: once what runs has ended, the run is released, IN-PROGRESS."""
         self.release()
@@ -325,14 +377,14 @@ class RunDriver:
             f"run {self.run_id} admits no more tasks and stays IN-PROGRESS; etl-craft resume --pipeline-code {code}, "
             f"then etl-craft run --pipeline-code {code} --run-id {self.run_id} carries on")
 
-    def _stop_cancelled(self, supervisor: LocalSupervisor) -> None:
+    def _stop_cancelled(self, pool: LocalPool) -> None:
         """The run was cancelled: its running attempts end CANCELLED (their owner acknowledges the request) and their
         process groups are stopped; finalize_run then ends the run CANCELLED."""
         reason = f"run {self.run_id} was cancelled"
         for attempt_id in list(self.children):
             with contextlib.suppress(StaleTransitionError):  # it ended meanwhile: its outcome stands
                 call(self.db, "cancel_attempt", attempt_id=attempt_id, reason=reason, owner_id=self.settings.owner_id)
-        for ended in supervisor.stop_all(reason, only=set(self.children)):
+        for ended in pool.supervisor.stop_all(reason, only=set(self.children)):
             self.outcome.ended.append(ended)
             self.on_event(f"{ended.task_code}: {ended.status} ({reason})")
         self.children.clear()
@@ -364,12 +416,14 @@ class RunDriver:
 
     # -- ending --------------------------------------------------------------------------------------------------
 
-    def requeue_lost(self) -> None:
+    def requeue_lost(self) -> int:
         """A task whose latest attempt was LOST (its owner died) and that the retry rule did not retry runs again:
-        nobody knows whether it finished. The Engine DB decides which (requeue_lost)."""
-        for queued in call(self.db, "requeue_lost", run_id=self.run_id):
+        nobody knows whether it finished. The Engine DB decides which (requeue_lost); how many were queued."""
+        queued_again = call(self.db, "requeue_lost", run_id=self.run_id)
+        for queued in queued_again:
             code = self.task_codes.get(queued.task_id) or self._task_code(queued.task_id)
             self.on_event(f"{code}: attempt {queued.lost_attempt_id} was lost; queued again")
+        return len(queued_again)
 
     def _finalize(self) -> None:
         if self.scope is not None:

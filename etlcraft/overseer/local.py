@@ -15,6 +15,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
+
+import sqlalchemy as sa
 
 from etlcraft.alerts.outbox import AlertSender
 from etlcraft.core.actor import Actor, acting_as
@@ -25,6 +28,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.overseer.driver import RunDriver, RunOutcome, RunSettings, TaskPolicy
 from etlcraft.supervisor.local import LocalSupervisor
+from etlcraft.supervisor.pools import LocalPool
 
 SYSTEM_KIND = ActorKind.SYSTEM
 
@@ -89,6 +93,55 @@ class Heartbeat(threading.Thread):
         self.join(timeout=self.interval + 5)
 
 
+class Listener:
+    """PostgreSQL: LISTEN etl_craft_events on a connection of its own, so that a run created, released, reopened or
+    cancelled elsewhere, a pipeline resumed, or an attempt of a QUEUE pool ended by a worker wakes the loop at once
+    (the functions NOTIFY when they commit). Nothing depends on a notification arriving: the loop also looks on a
+    timer (the server every IDLE_SECONDS, a run waiting on workers every heartbeat). A broken connection is opened
+    again at the next look."""
+
+    CHANNEL = "etl_craft_events"
+
+    def __init__(self, db: EngineDB) -> None:
+        self.db = db
+        self._conn: sa.Connection | None = None
+
+    def _driver(self) -> Any:
+        assert self._conn is not None
+        return self._conn.connection.driver_connection
+
+    def fileno(self) -> int | None:
+        """The socket to wait on, the connection opened (and LISTEN sent) when there is none; None while the
+        Engine DB cannot be reached."""
+        if self._conn is None:
+            try:
+                self._conn = self.db.new_connection()
+                driver = self._driver()
+                driver.autocommit = True
+                driver.execute(f"LISTEN {self.CHANNEL}")
+            except Exception:  # a server that cannot listen still works on its timer
+                self.close()
+                return None
+        return int(self._driver().fileno())
+
+    def drain(self) -> int:
+        """Read the notifications that arrived; how many."""
+        if self._conn is None:
+            return 0
+        try:
+            return sum(1 for _ in self._driver().notifies(timeout=0))
+        except Exception:  # the connection broke: opened again at the next look
+            self.close()
+            return 0
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.invalidate()
+                self._conn.close()
+            self._conn = None
+
+
 class RunLoop:
     """Drives one owned IN-PROGRESS run to its end in the foreground (a RunDriver with a supervisor of its own and a
     heartbeat); with a scope, only the tasks in it (a task command)."""
@@ -107,6 +160,8 @@ class RunLoop:
         except EtlCraftError:
             self.driver.release()  # nothing was claimed: the next etl-craft run resumes the run at once
             raise
+        self.pool = LocalPool(db, self.supervisor)
+        self.listener: Listener | None = None  # opened once the run waits for workers (PostgreSQL)
 
     @property
     def task_codes(self) -> dict[int, str]:
@@ -131,12 +186,14 @@ class RunLoop:
                 except Interrupted as exc:
                     interrupted = True
                     reason = f"the etl-craft run supervising it received {exc}"
-                    self.driver.stop(self.supervisor, reason)
+                    self.driver.stop(self.pool, reason)
                     self.outcome.message = f"{reason}; run {self.run_id} is left IN-PROGRESS to resume"
                     exc.run_id = self.run_id
                     raise
         finally:
             heartbeat.stop()
+            if self.listener is not None:
+                self.listener.close()
             if self.alerts is not None:
                 # the run's own alerts (RUN_FAILED, ...) were raised as it was finalized: one last pass sends them
                 self.alerts.stop(last_pass=not interrupted)
@@ -147,7 +204,7 @@ class RunLoop:
         while True:
             try:
                 if outage is not None:
-                    self.driver.release_orphans(self.supervisor)
+                    self.driver.release_orphans(self.pool)
                     outage = None
                 if not self._step(heartbeat):
                     break
@@ -168,10 +225,21 @@ class RunLoop:
         """One turn of the run, then a wait for its task processes or its next due time; False once it is done."""
         if heartbeat.lost:
             self.driver.lost = heartbeat.lost
-        if not self.driver.step(self.supervisor):
+        if not self.driver.step(self.pool):
             return False
         wait = min(self.driver.wake_at - time.monotonic(), self.settings.heartbeat_seconds)
-        for ended in self.supervisor.wait(timeout=max(0.0, wait)):
+        wake: list[int] = []
+        if self.driver.queue_waiting and self.db.is_postgres:
+            # Workers run some of its attempts: their end is notified (etl_craft_events), the heartbeat the fallback.
+            if self.listener is None:
+                self.listener = Listener(self.db)
+            listening = self.listener.fileno()
+            if listening is not None:
+                wake.append(listening)
+        for ended in self.supervisor.wait(timeout=max(0.0, wait), wake=wake):
             fault_point("child_reaped")
+            self.pool.forget(ended.attempt_id)
             self.driver.ended(ended)
+        if self.listener is not None and self.listener.drain():
+            self.driver.wake_at = 0.0
         return True

@@ -28,8 +28,6 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
-import sqlalchemy as sa
-
 from etlcraft import __version__
 from etlcraft.alerts.outbox import AlertSender
 from etlcraft.core.actor import Actor, acting_as
@@ -47,10 +45,11 @@ from etlcraft.engine.functions import call
 from etlcraft.engine.locks import HeldLock, try_hold
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.overseer.driver import RunDriver, RunSettings, TaskPolicy, as_utc, read_states
-from etlcraft.overseer.local import stop_signals
+from etlcraft.overseer.local import Listener, stop_signals
 from etlcraft.overseer.schedules import Scheduler
 from etlcraft.supervisor.child import ChildRequest
 from etlcraft.supervisor.local import Ended, LocalSupervisor
+from etlcraft.supervisor.pools import LocalPool
 
 LEADER_LOCK = "etl-craft:overseer"
 SERVER_ACTOR = Actor("etl-craft server", ActorKind.SYSTEM)
@@ -90,54 +89,6 @@ class ServerLog:
             line = f"{at:%Y-%m-%d %H:%M:%S} UTC{where} {message}"
         with self.lock:
             self.write(line)
-
-
-class Listener:
-    """PostgreSQL: LISTEN etl_craft_events on a connection of its own, so that a run created, released, reopened or
-    cancelled elsewhere, or a pipeline resumed, wakes the loop at once (the functions NOTIFY when they commit).
-    Nothing depends on a notification arriving: the loop also looks every IDLE_SECONDS. A broken connection is
-    opened again at the next look."""
-
-    CHANNEL = "etl_craft_events"
-
-    def __init__(self, db: EngineDB) -> None:
-        self.db = db
-        self._conn: sa.Connection | None = None
-
-    def _driver(self) -> Any:
-        assert self._conn is not None
-        return self._conn.connection.driver_connection
-
-    def fileno(self) -> int | None:
-        """The socket to wait on, the connection opened (and LISTEN sent) when there is none; None while the
-        Engine DB cannot be reached."""
-        if self._conn is None:
-            try:
-                self._conn = self.db.new_connection()
-                driver = self._driver()
-                driver.autocommit = True
-                driver.execute(f"LISTEN {self.CHANNEL}")
-            except Exception:  # a server that cannot listen still works on its timer
-                self.close()
-                return None
-        return int(self._driver().fileno())
-
-    def drain(self) -> int:
-        """Read the notifications that arrived; how many."""
-        if self._conn is None:
-            return 0
-        try:
-            return sum(1 for _ in self._driver().notifies(timeout=0))
-        except Exception:  # the connection broke: opened again at the next look
-            self.close()
-            return 0
-
-    def close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.invalidate()
-                self._conn.close()
-            self._conn = None
 
 
 class Beat(threading.Thread):
@@ -227,6 +178,7 @@ class Server:
         # (a task process that outlives a killed server would otherwise keep its successor from leading).
         self.supervisor = LocalSupervisor(self.db, self.settings.owner_id, self.settings.child, self.settings.slots,
                                           self.run_settings("", 0, None).log_dir)
+        self.pool = LocalPool(self.db, self.supervisor)
         lock = try_hold(self.db, LEADER_LOCK)
         if lock is None:
             raise RefusedByPolicyError(self._active_message())
@@ -299,7 +251,7 @@ class Server:
         try:
             if self.outage is not None:
                 for driver in self.drivers.values():
-                    driver.release_orphans(self.supervisor)
+                    driver.release_orphans(self.pool)
                 self.outage = None
             if not self.stopping:
                 self._work(now)
@@ -316,6 +268,7 @@ class Server:
         self._lost_runs(self.beat)
         if now - self.last_reconcile >= self.settings.heartbeat_seconds:
             self.reconcile()
+            self._reap_workers()
             self._check_slas()
             self._raise_overdue_alerts()
             self.last_reconcile = now
@@ -337,6 +290,15 @@ class Server:
         with self.db.read() as conn:
             depth = fetch_one(self.db, conn, "server_queue_depth") or {}
         return not depth.get("queued_runs") and not depth.get("active_runs")
+
+    def _reap_workers(self) -> None:
+        """Workers that stopped heartbeating (three intervals) are recorded GONE and their attempts LOST (the retry
+        rule queues them again for the pool's other workers): reap_workers, PostgreSQL only (workers need it)."""
+        if not self.db.is_postgres:
+            return
+        for row in call(self.db, "reap_workers"):
+            self.log(f"worker {row.worker_id} ({row.owner_id}) stopped heartbeating: it is GONE and "
+                     f"{row.lost_attempts} attempt(s) it held were recorded LOST", worker=row.worker_id)
 
     def _check_slas(self) -> None:
         """Runs still running past their pipeline's SLA are recorded BREACHED now (breach_slas), each logged once."""
@@ -364,7 +326,7 @@ class Server:
         states = read_states(self.db, self.settings.owner_id, [run_id for run_id, _ in due])  # one read
         for run_id, driver in due:
             try:
-                if driver.step(self.supervisor, state=states.get(run_id)):
+                if driver.step(self.pool, state=states.get(run_id)):
                     continue
                 driver.finish()
             except EngineUnreachableError:
@@ -408,13 +370,16 @@ class Server:
             fault_point("child_reaped")
             self._route(ended)
         self._feed_starved()
-        if self.listener is not None:
-            self.listener.drain()
+        if self.listener is not None and self.listener.drain():
+            for driver in self.drivers.values():  # an attempt of a QUEUE pool ended (or a run changed elsewhere)
+                if driver.queue_waiting:
+                    driver.wake_at = 0.0
         with contextlib.suppress(BlockingIOError, OSError):
             while os.read(self._wake_r, 512):
                 pass
 
     def _route(self, ended: Ended) -> None:
+        self.pool.forget(ended.attempt_id)
         for driver in self.drivers.values():
             if ended.attempt_id in driver.children:
                 driver.ended(ended)
@@ -506,7 +471,7 @@ class Server:
         """Stop every task process (attempts recorded interrupted, queued again) and release every run."""
         for driver in self.drivers.values():
             with contextlib.suppress(EtlCraftError):
-                driver.stop(self.supervisor, reason)
+                driver.stop(self.pool, reason)
         for ended in self.supervisor.stop_all(reason):  # any child no driver knew of
             self._route(ended)
         self.drivers.clear()

@@ -125,17 +125,18 @@ class LocalSupervisor:
         self._enforce_deadlines()
         return [self._reap(child) for child in list(self.children.values()) if not child.process.is_alive()]
 
-    def stop_all(self, reason: str, only: Collection[int] | None = None) -> list[Ended]:
+    def stop_all(self, reason: str, only: Collection[int] | None = None,
+                 grace_seconds: float = STOP_GRACE_SECONDS) -> list[Ended]:
         """Stop every child (or those of the attempts in `only`) because this supervisor was told to stop
         (`reason`): record its attempt interrupted first (interrupt_attempt: no retry is used, and the Engine DB
         queues the task to run again while its run goes on), then stop its process group. An attempt that ended
-        meanwhile keeps its outcome."""
+        meanwhile keeps its outcome. A process group still alive `grace_seconds` after SIGTERM gets SIGKILL."""
         stopping = [c for c in self.children.values() if only is None or c.attempt_id in only]
         for child in stopping:
             with contextlib.suppress(StaleTransitionError):
                 call(self.db, "interrupt_attempt", attempt_id=child.attempt_id, owner_id=self.owner_id, reason=reason)
             self._signal(child, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        deadline = time.monotonic() + grace_seconds
         while any(c.process.is_alive() for c in stopping) and time.monotonic() < deadline:
             wait_for([c.process.sentinel for c in stopping], timeout=0.2)
         for child in stopping:

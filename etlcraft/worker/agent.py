@@ -30,6 +30,7 @@ from etlcraft import __version__
 from etlcraft.core import parameters
 from etlcraft.core.actor import Actor, acting_as
 from etlcraft.core.errors import EngineUnreachableError, EtlCraftError, StaleTransitionError
+from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
@@ -210,6 +211,7 @@ class Worker:
                            owner_id=self.settings.owner_id, lease_seconds=self.settings.lease_seconds,
                            max_attempts=free)
             if claimed:
+                fault_point("attempt_claimed")  # claimed, no task process yet: a lost acknowledgement (pool tests)
                 self._start([int(r.attempt_id) for r in claimed])
                 self.want_claim = self.want_claim or len(claimed) == free  # a full batch: more may wait
 

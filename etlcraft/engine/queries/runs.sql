@@ -119,11 +119,13 @@ SELECT ATTEMPT_ID, OWNER_ID, HOST, PID, PROCESS_START, LEASE_EXPIRES_AT
  ORDER BY ATTEMPT_ID;
 
 -- name: run_queued_pools :many
--- The pools and slot kinds of a run's QUEUED attempts (a local overseer claims only its own run's attempts).
-SELECT DISTINCT POOL, SLOT_KIND
-  FROM {AUD_TASK_ATTEMPTS}
- WHERE PIPELINE_RUN_ID = :run_id AND STATUS = 'QUEUED'
- ORDER BY POOL, SLOT_KIND;
+-- The pools and slot kinds of a run's QUEUED attempts, with each pool's provider (LOCAL without an active CFG_POOLS
+-- row): a local overseer claims only its own run's attempts, and only those of LOCAL pools.
+SELECT DISTINCT a.POOL, a.SLOT_KIND, COALESCE(cp.PROVIDER, 'LOCAL') AS PROVIDER
+  FROM {AUD_TASK_ATTEMPTS} a
+  LEFT JOIN {CFG_POOLS} cp ON cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y'
+ WHERE a.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED'
+ ORDER BY a.POOL, a.SLOT_KIND;
 
 -- name: run_task_edges :many
 -- The in-pipeline dependencies of the run's pipeline (both tasks active): task, its upstream, the edge's type.
@@ -147,15 +149,23 @@ SELECT ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON, p.PIPELINE_CODE
 -- What an overseer needs to know of each run it drives, in one read per turn for the runs :run_ids (a list) it
 -- looks at in that turn; "another owner" is one other than :owner_id. Per run: whether a cancel was asked for, when its earliest QUEUED
 -- attempt is due (NOT_BEFORE, else since it was queued: it waits for a slot), the next look of a task gate that
--- waits, how many of its attempts are live under another owner, and its pipeline's open pause.
+-- waits, how many of its attempts are live under another owner, and its pipeline's open pause. Attempts of QUEUE
+-- pools (workers run them) count apart: QUEUE_LIVE is how many of them are QUEUED, CLAIMED or RUNNING.
 SELECT r.PIPELINE_RUN_ID, r.CANCEL_REQUESTED_AT, p.PIPELINE_CODE,
        (SELECT MIN(COALESCE(a.NOT_BEFORE, a.QUEUED_AT)) FROM {AUD_TASK_ATTEMPTS} a
-         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS = 'QUEUED') AS NEXT_QUEUED,
+         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS = 'QUEUED'
+           AND NOT EXISTS (SELECT 1 FROM {CFG_POOLS} cp WHERE cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y'
+                              AND cp.PROVIDER = 'QUEUE')) AS NEXT_QUEUED,
        (SELECT MIN(w.NEXT_CHECK_AT) FROM {AUD_GATE_WAITS} w
          WHERE w.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND w.TASK_ID IS NOT NULL AND w.ENDED_AT IS NULL) AS NEXT_CHECK,
        (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
          WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS IN ('CLAIMED', 'RUNNING')
-           AND a.OWNER_ID <> :owner_id) AS FOREIGN_LIVE,
+           AND a.OWNER_ID <> :owner_id
+           AND NOT EXISTS (SELECT 1 FROM {CFG_POOLS} cp WHERE cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y'
+                              AND cp.PROVIDER = 'QUEUE')) AS FOREIGN_LIVE,
+       (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
+          JOIN {CFG_POOLS} cp ON cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE'
+         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')) AS QUEUE_LIVE,
        ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON
   FROM {AUD_PIPELINES_RUN_LOG} r
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
@@ -181,3 +191,71 @@ SELECT w.TASK_ID, w.LOOKS, w.NEXT_CHECK_AT, w.WAIT_UNTIL, w.WAITING_FOR
 -- name: business_rules_of :many
 SELECT BUSINESS_RULE_ID, RULE_CODE, RULE_TYPE, KEY_COLUMN, RULE_SQL FROM {CFG_BUSINESS_RULES}
  WHERE TASK_ID = :task_id AND ACTIVE_FLAG = 'Y' ORDER BY RULE_CODE;
+
+-- name: pool_attempt :one
+-- One attempt as a pool sees it (etlcraft.supervisor.pools): status, owner, pool, slot kind, task.
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID, a.CANCEL_REQUESTED_AT,
+       a.CANCEL_ACKNOWLEDGED_AT, t.TASK_CODE, t.HANDLER
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
+  JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
+ WHERE a.ATTEMPT_ID = :attempt_id;
+
+-- name: owner_live_attempts :many
+-- The attempts :owner_id holds (CLAIMED or RUNNING), whatever their run: what a local pool reconciles.
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID
+  FROM {AUD_TASK_ATTEMPTS} a
+ WHERE a.OWNER_ID = :owner_id AND a.STATUS IN ('CLAIMED', 'RUNNING')
+ ORDER BY a.ATTEMPT_ID;
+
+-- name: run_task_specs :many
+-- What a pool is told of each active task of the run's pipeline: its code, handler, project and pipeline.
+SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, p.PIPELINE_CODE, pr.PROJECT_CODE
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+  JOIN {CFG_PROJECTS} pr ON pr.PROJECT_ID = p.PROJECT_ID
+  JOIN {CFG_TASKS} t ON t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y'
+ WHERE r.PIPELINE_RUN_ID = :run_id;
+
+-- name: pool_providers :many
+-- Every active pool with its provider (LOCAL or QUEUE); a pool without an active row is LOCAL.
+SELECT POOL_NAME, PROVIDER FROM {CFG_POOLS} WHERE ACTIVE_FLAG = 'Y' ORDER BY POOL_NAME;
+
+-- name: queue_pool_attempt :one
+-- One attempt of a QUEUE pool with the status of the worker that holds it (NULL: no worker holds it) and whether
+-- that worker is ACTIVE (WORKER_ACTIVE 1).
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID, a.CANCEL_REQUESTED_AT,
+       a.CANCEL_ACKNOWLEDGED_AT, w.STATUS AS WORKER_STATUS, w.WORKER_NAME,
+       CASE WHEN w.STATUS = 'ACTIVE' THEN 1 ELSE 0 END AS WORKER_ACTIVE
+  FROM {AUD_TASK_ATTEMPTS} a
+  LEFT JOIN {AUD_WORKERS} w ON w.OWNER_ID = a.OWNER_ID
+ WHERE a.ATTEMPT_ID = :attempt_id;
+
+-- name: queue_pool_live_attempts :many
+-- The QUEUED, CLAIMED and RUNNING attempts of pool :pool, each with the status of the worker that holds it.
+SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_ID, w.STATUS AS WORKER_STATUS,
+       w.WORKER_NAME, CASE WHEN w.STATUS = 'ACTIVE' THEN 1 ELSE 0 END AS WORKER_ACTIVE
+  FROM {AUD_TASK_ATTEMPTS} a
+  LEFT JOIN {AUD_WORKERS} w ON w.OWNER_ID = a.OWNER_ID
+ WHERE a.POOL = :pool AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
+ ORDER BY a.ATTEMPT_ID;
+
+-- name: queue_pool_capacity :many
+-- Per slot kind, the slots of pool :pool's ACTIVE workers and how many of their attempts are CLAIMED or RUNNING.
+SELECT k.SLOT_KIND,
+       (SELECT SUM(CASE WHEN k.SLOT_KIND = 'ingestion' THEN w.INGESTION_SLOTS ELSE w.WAREHOUSE_SLOTS END)
+          FROM {AUD_WORKERS} w WHERE w.POOL = :pool AND w.STATUS = 'ACTIVE') AS SLOTS,
+       (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
+          JOIN {AUD_WORKERS} w ON w.OWNER_ID = a.OWNER_ID AND w.POOL = :pool AND w.STATUS = 'ACTIVE'
+         WHERE a.STATUS IN ('CLAIMED', 'RUNNING') AND a.SLOT_KIND = k.SLOT_KIND) AS IN_USE
+  FROM (SELECT 'ingestion' AS SLOT_KIND UNION ALL SELECT 'warehouse') k;
+
+-- name: run_queue_waits :many
+-- Per QUEUE pool a run has QUEUED attempts in: how many, and how many of the pool's workers are ACTIVE.
+SELECT a.POOL, COUNT(*) AS WAITING,
+       (SELECT COUNT(*) FROM {AUD_WORKERS} w WHERE w.POOL = a.POOL AND w.STATUS = 'ACTIVE') AS ACTIVE_WORKERS
+  FROM {AUD_TASK_ATTEMPTS} a
+  JOIN {CFG_POOLS} cp ON cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE'
+ WHERE a.PIPELINE_RUN_ID = :run_id AND a.STATUS = 'QUEUED'
+ GROUP BY a.POOL
+ ORDER BY a.POOL;

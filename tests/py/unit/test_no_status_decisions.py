@@ -41,6 +41,9 @@ ALLOWED = {
         "reads admit_run's answer: admit_run decides the admission",
     ("etlcraft/overseer/server.py", "Server._work"):
         "reads create_scheduled_runs' answer: it decides which new runs are admitted to the server",
+    ("etlcraft/supervisor/pools.py", "LocalPool.submit"):
+        "chooses which Engine DB call to make for a submitted attempt (claim_attempt for a QUEUED one, the task "
+        "process's start_attempt for one this owner CLAIMED): each refuses an attempt not in that status",
     ("etlcraft/services/handoff.py", "_active"):
         "names the run's status in the message for a run command on an ended run, as _must_be_in_progress does",
 }
