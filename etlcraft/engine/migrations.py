@@ -316,16 +316,20 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 def _cycles(db: EngineDB, conn: sa.Connection) -> list[Cycle]:
     """The dependency cycles of the active metadata as this transaction sees it (validate finds the same ones)."""
     pipelines = fetch_all(db, conn, "pipelines")
-    codes = {p["pipeline_id"]: p["pipeline_code"] for p in pipelines}
+    # Pipeline codes are unique per project: with several projects a pipeline is named project.pipeline here.
+    several = len({p["project_code"] for p in pipelines}) > 1
+    codes = {p["pipeline_id"]: f"{p['project_code']}.{p['pipeline_code']}" if several else p["pipeline_code"]
+             for p in pipelines}
     tasks = [t for t in fetch_all(db, conn, "tasks") if t["pipeline_id"] in codes]
     by_id = {t["task_id"]: t for t in tasks}
     task_edges = [TaskDependency(codes[by_id[e["task_id"]]["pipeline_id"]], by_id[e["task_id"]]["task_code"],
-                                 e["upstream_pipeline_code"], e["upstream_task_code"])
+                                 codes[e["upstream_pipeline_id"]], e["upstream_task_code"])
                   for e in fetch_all(db, conn, "task_dependencies")
-                  if e["task_id"] in by_id and str(e["upstream_active"]) == "Y"]
-    pipeline_edges = [(codes[e["pipeline_id"]], e["upstream_pipeline_code"])
+                  if e["task_id"] in by_id and str(e["upstream_active"]) == "Y" and e["upstream_pipeline_id"] in codes]
+    pipeline_edges = [(codes[e["pipeline_id"]], codes[e["depends_on_pipeline_id"]])
                       for e in fetch_all(db, conn, "pipeline_dependencies")
-                      if e["pipeline_id"] in codes and str(e["upstream_active"]) == "Y"]
+                      if e["pipeline_id"] in codes and str(e["upstream_active"]) == "Y"
+                      and e["depends_on_pipeline_id"] in codes]
     return dependency_cycles(list(codes.values()), [(codes[t["pipeline_id"]], t["task_code"]) for t in tasks],
                              task_edges, pipeline_edges)
 

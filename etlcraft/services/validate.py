@@ -388,10 +388,13 @@ def _across(project: str, upstream_project: str) -> str:
 def _cycle_problems(metadata: Metadata) -> Iterator[Problem]:
     pipelines = [p.code for p in metadata.pipelines]
     tasks = [(t.pipeline_code, t.code) for t in metadata.tasks]
+    # Within the project checked: a dependency on another project's pipeline leaves it (its code may be one of this
+    # project's too); a cycle through several projects is refused by etl-craft migrate, which sees them all.
     task_edges = [TaskDependency(e.pipeline_code, e.task_code, e.upstream_pipeline_code, e.upstream_task_code)
-                  for e in metadata.task_edges if e.upstream_active]
+                  for e in metadata.task_edges if e.upstream_active and not _across(e.project_code,
+                                                                                     e.upstream_project_code)]
     pipeline_edges = [(e.pipeline_code, e.upstream_pipeline_code) for e in metadata.pipeline_edges
-                      if e.upstream_active]
+                      if e.upstream_active and not _across(e.project_code, e.upstream_project_code)]
     for cycle in dependency_cycles(pipelines, tasks, task_edges, pipeline_edges):
         if cycle.pipeline is not None:
             yield Problem("cycle-tasks", f"pipeline {cycle.pipeline}", f"its tasks wait for each other in a cycle: "
