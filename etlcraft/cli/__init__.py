@@ -108,7 +108,8 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="etl-craft")
 @click.option("--project", "project", type=click.Path(file_okay=False, path_type=str), envvar="ETL_CRAFT_PROJECT",
-              default=".", show_default=True, help="The project directory (holding craft-connector.yml).")
+              default=".", show_default=True,
+              help="The project directory (holding craft-connector.yml); the project's code is --project-code.")
 @click.option("--project-code", "project_code", envvar="ETL_CRAFT_PROJECT_CODE", metavar="CODE",
               help="The project (CFG_PROJECTS.PROJECT_CODE) whose pipelines the command acts on, when the Engine DB "
                    "serves several [default: Orchestration: Project, else the Engine DB's only project].")
