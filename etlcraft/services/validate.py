@@ -358,7 +358,7 @@ def _edge_problems(metadata: Metadata) -> Iterator[Problem]:
         if not edge.upstream_active:
             across = _across(edge.project_code, edge.upstream_project_code)
             yield Problem("dependency-inactive", where, f"it depends on {upstream}{across}, which is switched off "
-                          "(ACTIVE_FLAG = 'N' on the task, its pipeline or its project)", upstream,
+                          "(ACTIVE_FLAG = 'N')", upstream,
                           "dependencies on active tasks only",
                           f"switch the dependency off too, or the task back on, {_NEW_MIGRATION}", pipelines,
                           edge.task_code)
@@ -371,7 +371,7 @@ def _edge_problems(metadata: Metadata) -> Iterator[Problem]:
         if not pedge.upstream_active:
             across = _across(pedge.project_code, pedge.upstream_project_code)
             yield Problem("dependency-inactive", where, f"it depends on pipeline {pedge.upstream_pipeline_code}"
-                          f"{across}, which is switched off (ACTIVE_FLAG = 'N' on the pipeline or its project)",
+                          f"{across}, which is switched off (ACTIVE_FLAG = 'N')",
                           pedge.upstream_pipeline_code,
                           "dependencies on active pipelines only",
                           f"switch the dependency off too, or the pipeline back on, {_NEW_MIGRATION}",

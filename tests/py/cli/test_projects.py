@@ -158,7 +158,7 @@ def test_a_cross_project_dependency_gates_the_run__and_validate_reports_it_dangl
     assert [(p["check"], p["object"]) for p in problems] == [("dependency-inactive", "pipeline orders")]
     assert problems[0]["message"].startswith(
         "pipeline orders: it depends on pipeline orders of project b (a dependency of project a on another project), "
-        "which is switched off (ACTIVE_FLAG = 'N' on the pipeline or its project); expected dependencies on active "
+        "which is switched off (ACTIVE_FLAG = 'N'); expected dependencies on active "
         "pipelines only"), problems[0]["message"]
     assert validated(b).code == 0, "project b's own check knows nothing of a's dependency"
 
