@@ -61,7 +61,8 @@ SETUP = ("migrate", "run")  # printed while the shared project is built
 NEW_PROJECT = ("init", "init-db")
 POSTGRES_ONLY = ("grant",)  # checked on a PostgreSQL Engine DB, below
 STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --finalize-only", "reopen", "mark",
-                  "pause", "resume", "pause --project-code", "resume --project-code", "cancel", "run --backfill", "engine copy", "run --backfill --init-only",
+                  "pause", "resume", "pause --project-code", "resume --project-code", "cancel", "run --backfill",
+                  "engine copy", "run --backfill --init-only",
                   "run --rerun --init-only", "token create", "token list", "token revoke")
 SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
 HERMETIC = ("test",)  # the test report, checked by tests/py/testing
