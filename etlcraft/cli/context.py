@@ -60,7 +60,7 @@ class CliContext:
 
     def choose_project(self) -> None:
         """Set the project the services act on for this command (etlcraft.services.projects)."""
-        choose(ProjectChoice(self.project_code, self.configured_project()))
+        choose(ProjectChoice(self.project_code, read_configured=self.configured_project))
 
     @property
     def has_project(self) -> bool:

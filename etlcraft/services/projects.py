@@ -9,10 +9,10 @@ what they run; the services resolve it where they look a pipeline up by its code
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
@@ -28,14 +28,18 @@ class ProjectChoice:
 
     code: str | None = None
     configured: str | None = None
+    #: Reads `configured` when first needed (the CLI: craft-connector.yml is read only by a command that looks a
+    #: pipeline up, never by one that must not read it, such as the hermetic etl-craft test).
+    read_configured: Callable[[], str | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def wanted(self) -> tuple[str, str] | None:
         """The chosen code and where it came from; None when nothing chose one."""
         if self.code:
             return self.code, "--project-code (or ?project=)"
-        if self.configured:
-            return self.configured, "Orchestration: Project of craft-connector.yml"
+        configured = self.configured or (self.read_configured() if self.read_configured else None)
+        if configured:
+            return configured, "Orchestration: Project of craft-connector.yml"
         return None
 
 
