@@ -296,6 +296,8 @@ def configuration_page() -> str:
         "Orchestration:",
     ]
     for key in config_keys.keys_of("Orchestration"):
+        if key.default is None and key.type is not config_keys.KeyType.TIMEZONE:
+            continue  # Project: not set in a one-project Engine DB
         if not config_keys.planned_for(key):
             lines.append(f"  {key.name}: {'Europe/Paris' if key.type is config_keys.KeyType.TIMEZONE else key.default}")
     lines += ["```", "", *environment_lines()]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from etlcraft.api.auth import ADMIN, OPERATOR, VIEWER
 from etlcraft.api.documents import DocumentRoute
-from etlcraft.api.runs import MAX_ID, Text
+from etlcraft.api.runs import MAX_ID, ProjectCode, Text, project_scope
 from etlcraft.core.actor import acting_as
 from etlcraft.core.enums import TokenRole
 from etlcraft.services import alerts, audit, control, tokens, workers
@@ -76,54 +76,66 @@ def pipelines(request: Request, _p: Principal = VIEWER) -> Doc:
 
 @router.get("/pipelines/{code}", summary="One pipeline: tasks, graph, schedule, next ticks, pause, last run "
             "(etl-craft show)")
-def pipeline(request: Request, code: Text, _p: Principal = VIEWER) -> Doc:
-    return pipeline_document(pipeline_page(request.app.state.db, code, _config_zone(request)))
+def pipeline(request: Request, code: Text, project: ProjectCode = None, _p: Principal = VIEWER) -> Doc:
+    with project_scope(request, project):
+        return pipeline_document(pipeline_page(request.app.state.db, code, _config_zone(request)))
 
 
 @router.get("/pipelines/{code}/runs", summary="A pipeline's runs, newest first (etl-craft history)")
 def pipeline_runs(request: Request, code: Text, limit: int = Query(20, ge=1, le=1000),
                   before: int | None = Query(None, ge=1, le=MAX_ID, description="Only runs older than this run id."),
-                  _p: Principal = VIEWER) -> Doc:
-    return history_json(code, run_history(request.app.state.db, code, limit, before))
+                  project: ProjectCode = None, _p: Principal = VIEWER) -> Doc:
+    with project_scope(request, project):
+        return history_json(code, run_history(request.app.state.db, code, limit, before))
 
 
 @router.post("/pipelines/{code}/runs", summary="Trigger a run, created and admitted for the server to drive "
              "(etl-craft run --init-only)")
-def trigger(request: Request, code: Text, body: TriggerBody, principal: Principal = OPERATOR) -> Doc:
+def trigger(request: Request, code: Text, body: TriggerBody, project: ProjectCode = None,
+            principal: Principal = OPERATOR) -> Doc:
     run = RunRequest(code, body.run_key, None, body.run_date, body.reason)
-    with acting_as(principal.actor):
+    with project_scope(request, project), acting_as(principal.actor):
         return init_json(init_run(request.app.state.db, request.app.state.config, run), code)
 
 
 @router.post("/pipelines/{code}/backfills", summary="Queue one BACKFILL run per date for the server "
              "(etl-craft run --backfill FROM:TO --init-only)")
-def backfill(request: Request, code: Text, body: BackfillBody, principal: Principal = OPERATOR) -> Doc:
+def backfill(request: Request, code: Text, body: BackfillBody, project: ProjectCode = None,
+             principal: Principal = OPERATOR) -> Doc:
     run = RunRequest(code, reason=body.reason)
-    with acting_as(principal.actor):
+    with project_scope(request, project), acting_as(principal.actor):
         return backfill_queued_json(queue_backfill(request.app.state.db, request.app.state.config, run, body.first,
                                                    body.last))
 
 
 @router.post("/pipelines/{code}/pause", summary="Pause a pipeline (etl-craft pause)")
-def pause(request: Request, code: Text, body: ReasonBody, principal: Principal = OPERATOR) -> Doc:
-    return control.to_json(control.pause(_context(request, principal), control.PauseRequest(code, body.reason)))
+def pause(request: Request, code: Text, body: ReasonBody, project: ProjectCode = None,
+          principal: Principal = OPERATOR) -> Doc:
+    with project_scope(request, project):
+        return control.to_json(control.pause(_context(request, principal), control.PauseRequest(code, body.reason)))
 
 
 @router.post("/pipelines/{code}/resume", summary="Resume a paused pipeline (etl-craft resume)")
-def resume(request: Request, code: Text, body: ResumeBody, principal: Principal = OPERATOR) -> Doc:
-    return control.to_json(control.resume(_context(request, principal), control.ResumeRequest(code, body.reason)))
+def resume(request: Request, code: Text, body: ResumeBody, project: ProjectCode = None,
+           principal: Principal = OPERATOR) -> Doc:
+    with project_scope(request, project):
+        return control.to_json(control.resume(_context(request, principal),
+                                              control.ResumeRequest(code, body.reason)))
 
 
 @router.get("/audit", summary="Who asked for what, and who changed which metadata, newest first (etl-craft audit)")
 def audit_log(request: Request, pipeline_code: Text | None = None, since: date | None = None,
-              _p: Principal = VIEWER) -> Doc:
-    return audit.to_json(audit.audit(request.app.state.db, audit.AuditRequest(pipeline_code, since)))
+              project: ProjectCode = None, _p: Principal = VIEWER) -> Doc:
+    with project_scope(request, project):
+        return audit.to_json(audit.audit(request.app.state.db, audit.AuditRequest(pipeline_code, since)))
 
 
 @router.get("/alerts", summary="Alerts raised and where each delivery stands, newest first (etl-craft alerts list)")
 def alert_list(request: Request, pipeline_code: Text | None = None,
-               status: Literal["PENDING", "DELIVERED", "FAILED"] | None = None, _p: Principal = VIEWER) -> Doc:
-    return alerts.list_alerts(request.app.state.db, pipeline_code, status)
+               status: Literal["PENDING", "DELIVERED", "FAILED"] | None = None, project: ProjectCode = None,
+               _p: Principal = VIEWER) -> Doc:
+    with project_scope(request, project):
+        return alerts.list_alerts(request.app.state.db, pipeline_code, status)
 
 
 @router.get("/workers", summary="The workers serving QUEUE pools, their slots in use and the queue of each pool "

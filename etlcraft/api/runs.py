@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
@@ -14,6 +16,7 @@ from etlcraft.api.documents import DocumentRoute, scrubbing
 from etlcraft.core.actor import acting_as
 from etlcraft.services import control, explain
 from etlcraft.services.control import OperationContext, RunRef
+from etlcraft.services.projects import ProjectChoice, choosing
 from etlcraft.services.queueing import queue_rerun, rerun_queued_json
 from etlcraft.services.runs import RunRequest, TaskRequest, attempt_log, attempt_log_json, log_chunks
 from etlcraft.services.status import pipeline_of_run, run_status_by_id, status_json
@@ -40,6 +43,25 @@ def _storable(value: str) -> str:
 
 #: A text field or path segment, refused (422) when the Engine DB could not store it.
 Text = Annotated[str, AfterValidator(_storable)]
+#: ?project=CODE on a pipeline-scoped route: the project whose pipeline {code} names (codes are unique per project);
+#: default Orchestration: Project of the server's configuration, else the Engine DB's only project.
+ProjectCode = Annotated[Text | None, Query(description="The project (CFG_PROJECTS.PROJECT_CODE) of the pipeline: "
+                                           "needed when the Engine DB serves several projects and the server's "
+                                           "Orchestration: Project does not name it.")]
+
+
+def project_scope(request: Request, project: str | None) -> AbstractContextManager[None]:
+    """The project the block's services act on: `project` (?project=), else the server's Orchestration: Project,
+    else the Engine DB's only one (etlcraft.services.projects)."""
+    return choosing(ProjectChoice(project, request.app.state.config.orchestration.project))
+
+
+@contextmanager
+def run_scope(request: Request, run_id: int) -> Iterator[str]:
+    """For a route that names a run by id: yields the code of its pipeline, with the run's project chosen."""
+    code, project = pipeline_of_run(request.app.state.db, run_id)
+    with choosing(ProjectChoice(project)):
+        yield code
 
 
 class CancelBody(BaseModel):
@@ -76,33 +98,31 @@ def run_tasks(request: Request, run_id: RunId, _p: Principal = VIEWER) -> Doc:
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a run (etl-craft cancel)")
 def cancel(request: Request, run_id: RunId, body: CancelBody, principal: Principal = OPERATOR) -> Doc:
-    code = pipeline_of_run(request.app.state.db, run_id)
-    done = control.cancel(_context(request, principal), control.CancelRequest(code, body.reason, RunRef(run_id)))
-    return control.to_json(done)
+    with run_scope(request, run_id) as code:
+        done = control.cancel(_context(request, principal), control.CancelRequest(code, body.reason, RunRef(run_id)))
+        return control.to_json(done)
 
 
 @router.get("/runs/{run_id}/tasks/{task_code}/explain", summary="Why a task is in its state (etl-craft explain)")
 def explain_task(request: Request, run_id: RunId, task_code: Text, _p: Principal = VIEWER) -> Doc:
-    db = request.app.state.db
-    found = explain.ExplainRequest(pipeline_of_run(db, run_id), task_code, RunRef(run_id))
-    return explain.to_json(explain.explain_task(db, found))
+    with run_scope(request, run_id) as code:
+        found = explain.ExplainRequest(code, task_code, RunRef(run_id))
+        return explain.to_json(explain.explain_task(request.app.state.db, found))
 
 
 @router.post("/runs/{run_id}/tasks/{task_code}/mark", summary="Mark a task's outcome (etl-craft mark --task-code)")
 def mark(request: Request, run_id: RunId, task_code: Text, body: MarkBody, principal: Principal = OPERATOR) -> Doc:
-    code = pipeline_of_run(request.app.state.db, run_id)
-    wanted = control.MarkRequest(code, body.status, body.reason, task_code, body.rows_written, RunRef(run_id))
-    return control.to_json(control.mark(_context(request, principal), wanted))
+    with run_scope(request, run_id) as code:
+        wanted = control.MarkRequest(code, body.status, body.reason, task_code, body.rows_written, RunRef(run_id))
+        return control.to_json(control.mark(_context(request, principal), wanted))
 
 
 @router.post("/runs/{run_id}/tasks/{task_code}/rerun", summary="Queue a failed or cancelled task again for the "
              "server, which then runs what becomes ready downstream (etl-craft run --rerun T --init-only)")
 def rerun(request: Request, run_id: RunId, task_code: Text, body: RerunBody, principal: Principal = OPERATOR) -> Doc:
-    db = request.app.state.db
-    wanted = RunRequest(pipeline_of_run(db, run_id), None, run_id, None, body.reason,
-                        TaskRequest(task_code, rerun=True))
-    with acting_as(principal.actor):
-        return rerun_queued_json(queue_rerun(db, request.app.state.config, wanted))
+    with run_scope(request, run_id) as code, acting_as(principal.actor):
+        wanted = RunRequest(code, None, run_id, None, body.reason, TaskRequest(task_code, rerun=True))
+        return rerun_queued_json(queue_rerun(request.app.state.db, request.app.state.config, wanted))
 
 
 @router.get("/attempts/{attempt_id}", summary="An attempt and its log (etl-craft logs --attempt-id)")

@@ -111,7 +111,11 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="etl-craft")
 @click.option("--project", "project", type=click.Path(file_okay=False, path_type=str), envvar="ETL_CRAFT_PROJECT",
-              default=".", show_default=True, help="The project directory (holding craft-connector.yml).")
+              default=".", show_default=True,
+              help="The project directory (holding craft-connector.yml); the project's code is --project-code.")
+@click.option("--project-code", "project_code", envvar="ETL_CRAFT_PROJECT_CODE", metavar="CODE",
+              help="The project (CFG_PROJECTS.PROJECT_CODE) whose pipelines the command acts on, when the Engine DB "
+                   "serves several [default: Orchestration: Project, else the Engine DB's only project].")
 @click.option("--engine-url", envvar="ETL_CRAFT_ENGINE_URL",
               help="Use this Engine DB instead of the project's Engine section (postgresql://... or sqlite:///...).")
 @click.option("--engine-schema", envvar="ETL_CRAFT_ENGINE_SCHEMA", default=None,
@@ -121,8 +125,8 @@ class LazyGroup(click.Group):
                    "token in ETL_CRAFT_TOKEN; for list, show, status, history, logs, explain, audit, mark, cancel, "
                    "pause, resume, run --init-only and token.")
 @click.pass_context
-def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema: str | None,
-        server: str | None) -> None:
+def cli(ctx: click.Context, project: str, project_code: str | None, engine_url: str | None,
+        engine_schema: str | None, server: str | None) -> None:
     """etl-craft runs a team's ETL from metadata; its Engine DB holds the state machine."""
     from etlcraft.cli.context import CliContext
 
@@ -135,7 +139,8 @@ def cli(ctx: click.Context, project: str, engine_url: str | None, engine_schema:
     if server and engine_url:
         raise UsageError("--server and --engine-url both say where to work; give one of them (--server asks the "
                          "HTTP API, --engine-url opens the Engine DB)")
-    ctx.obj = CliContext.create(project, engine_url, engine_schema, server)
+    ctx.obj = CliContext.create(project, engine_url, engine_schema, server, project_code)
+    ctx.obj.choose_project()
     ctx.call_on_close(ctx.obj.close)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig, load_config
 from etlcraft.core.actor import Actor, resolve_actor
-from etlcraft.core.errors import EngineDbError
+from etlcraft.core.errors import EngineDbError, EtlCraftError
 from etlcraft.engine.db import DEFAULT_SCHEMA, EngineDB
 from etlcraft.engine.sqlite_file import create_folder, open_problem
 from etlcraft.engine.timeouts import engine_timeouts
+from etlcraft.services.projects import ProjectChoice, choose
 
 if TYPE_CHECKING:
     from etlcraft.cli.remote import Remote
@@ -24,18 +26,41 @@ class CliContext:
     engine_url: str | None
     engine_schema: str | None
     remote: Remote | None = None  # --server URL: the command asks the HTTP API, never the Engine DB
+    project_code: str | None = None  # --project-code: the project whose pipelines the command acts on
     _db: EngineDB | None = field(default=None, repr=False)
     _config: ProjectConfig | None = field(default=None, repr=False)
 
     @classmethod
     def create(cls, project: str, engine_url: str | None, engine_schema: str | None,
-               server: str | None = None) -> CliContext:
+               server: str | None = None, project_code: str | None = None) -> CliContext:
         remote = None
         if server:
             from etlcraft.cli.remote import Remote
 
-            remote = Remote.create(server, os.environ.get("ETL_CRAFT_TOKEN"))
-        return cls(Path(project).absolute(), engine_url, engine_schema, remote)
+            remote = Remote.create(server, os.environ.get("ETL_CRAFT_TOKEN"), project_code)
+        return cls(Path(project).absolute(), engine_url, engine_schema, remote, project_code or None)
+
+    def configured_project(self) -> str | None:
+        """`Orchestration: Project` of the project's craft-connector.yml; None when not set, without a project, or
+        when the file cannot be read (the command that needs the file reports why)."""
+        if not self.has_project:
+            return None
+        try:
+            return self.config().orchestration.project
+        except EtlCraftError:
+            return None
+
+    def for_project(self, project_code: str) -> CliContext:
+        """This context acting on project `project_code` (a command's own --project-code), chosen for the services."""
+        self.project_code = project_code
+        if self.remote is not None:
+            self.remote = dataclasses.replace(self.remote, project_code=project_code)
+        self.choose_project()
+        return self
+
+    def choose_project(self) -> None:
+        """Set the project the services act on for this command (etlcraft.services.projects)."""
+        choose(ProjectChoice(self.project_code, read_configured=self.configured_project))
 
     @property
     def has_project(self) -> bool:

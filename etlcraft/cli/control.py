@@ -94,32 +94,66 @@ def reopen(ctx: CliContext, pipeline_code: str, reason: str, run_id: int | None,
     _emit(output_format, control.to_json(control.reopen(_context(ctx), request)))
 
 
+_pipeline_or_project = click.option(
+    "--pipeline-code", "pipeline_code", metavar="P",
+    help="The pipeline; without it, every active pipeline of the project named by --project-code.")
+_project_code = click.option(
+    "--project-code", "project_code", metavar="CODE",
+    help="The project (as the global --project-code): with --pipeline-code, the project of that pipeline; without "
+         "it, every active pipeline of the project is paused or resumed.")
+
+
+def _pause_or_resume(ctx: CliContext, verb: str, pipeline_code: str | None, project_code: str | None,
+                     reason: str | None, output_format: str) -> None:
+    if project_code:
+        ctx = ctx.for_project(project_code)
+    if pipeline_code is None:
+        if not ctx.project_code:
+            raise UsageError(f"{verb} needs --pipeline-code P, or --project-code CODE to {verb} every active "
+                             "pipeline of a project")
+        if ctx.remote:
+            raise UsageError(f"with --server, {verb} acts on one pipeline (--pipeline-code P); {verb} a whole "
+                             f"project where the Engine DB is reachable (etl-craft {verb} --project-code CODE)")
+        request = control.ProjectPauseRequest(verb, ctx.project_code, reason)
+        _emit(output_format, control.project_pause_json(control.pause_project(_context(ctx), request)))
+        return
+    if ctx.remote:
+        body = {"reason": reason}
+        _emit(output_format, ctx.remote.post(f"/pipelines/{segment(pipeline_code)}/{verb}", body))
+        return
+    if verb == "pause":
+        assert reason is not None
+        done = control.pause(_context(ctx), control.PauseRequest(pipeline_code, reason))
+    else:
+        done = control.resume(_context(ctx), control.ResumeRequest(pipeline_code, reason))
+    _emit(output_format, control.to_json(done))
+
+
 @click.command("pause")
-@_pipeline
+@_pipeline_or_project
+@_project_code
 @_reason("Why the pipeline is paused (recorded in AUD_PIPELINE_PAUSES).")
 @format_option
 @click.pass_obj
-def pause(ctx: CliContext, pipeline_code: str, reason: str, output_format: str) -> None:
+def pause(ctx: CliContext, pipeline_code: str | None, project_code: str | None, reason: str,
+          output_format: str) -> None:
     """Pause a pipeline: no run and no task of it starts until etl-craft resume; runs and tasks already going are
-    left to finish."""
-    if ctx.remote:
-        _emit(output_format, ctx.remote.post(f"/pipelines/{segment(pipeline_code)}/pause", {"reason": reason}))
-        return
-    _emit(output_format, control.to_json(control.pause(_context(ctx), control.PauseRequest(pipeline_code, reason))))
+    left to finish. Without --pipeline-code, `etl-craft pause --project-code CODE` pauses every active pipeline of
+    project CODE (one pause each; those already paused keep theirs)."""
+    _pause_or_resume(ctx, "pause", pipeline_code, project_code, reason, output_format)
 
 
 @click.command("resume")
-@_pipeline
+@_pipeline_or_project
+@_project_code
 @_reason("Why the pipeline is resumed (recorded).", required=False)
 @format_option
 @click.pass_obj
-def resume(ctx: CliContext, pipeline_code: str, reason: str | None, output_format: str) -> None:
-    """Resume a paused pipeline: its runs and tasks start again at their next admission."""
-    if ctx.remote:
-        _emit(output_format, ctx.remote.post(f"/pipelines/{segment(pipeline_code)}/resume", {"reason": reason}))
-        return
-    request = control.ResumeRequest(pipeline_code, reason)
-    _emit(output_format, control.to_json(control.resume(_context(ctx), request)))
+def resume(ctx: CliContext, pipeline_code: str | None, project_code: str | None, reason: str | None,
+           output_format: str) -> None:
+    """Resume a paused pipeline: its runs and tasks start again at their next admission. Without --pipeline-code,
+    `etl-craft resume --project-code CODE` resumes every paused pipeline of project CODE."""
+    _pause_or_resume(ctx, "resume", pipeline_code, project_code, reason, output_format)
 
 
 COMMANDS = (mark, cancel, reopen, pause, resume)

@@ -21,13 +21,16 @@ def command(ctx: CliContext, output_format: str) -> None:
     """Apply pending Engine DB migrations, then the project's pending migrations/NNNN_name.sql files.
 
     Every metadata change a project migration makes is recorded in AUD_METADATA_CHANGES with the migration's
-    name and your actor (ETL_CRAFT_ACTOR, else user@host). All of it happens in one transaction.
+    name and your actor (ETL_CRAFT_ACTOR, else user@host). All of it happens in one transaction. Each project
+    keeps its own ledger of applied migrations, named by --project-code or Orchestration: Project (needed once
+    several projects share the Engine DB).
     """
     actor = ctx.actor()
     db = ctx.engine_db()
     project_dir = ctx.project_dir if ctx.has_project else None
     with acting_as(actor):
-        report = migrate(db, project_dir=project_dir, command="migrate")
+        report = migrate(db, project_dir=project_dir, command="migrate",
+                         project_code=ctx.project_code or ctx.configured_project())
     emit(output_format, report_document(db.display_url, report), lambda: report_text(db.display_url, report))
 
 

@@ -47,15 +47,17 @@ class Remote:
 
     url: str
     token: str | None
+    #: --project-code: sent as ?project= with every request, so pipeline-scoped routes act on that project.
+    project_code: str | None = None
 
     @classmethod
-    def create(cls, url: str, token: str | None) -> Remote:
+    def create(cls, url: str, token: str | None, project_code: str | None = None) -> Remote:
         base = url.strip().rstrip("/")
         if not base.startswith(("http://", "https://")):
             raise UsageError(f"--server {url!r} is not an HTTP address; give the address etl-craft server serves "
                              "its API at, such as http://127.0.0.1:8730")
         base = base.removesuffix(PREFIX)
-        return cls(base, token or None)
+        return cls(base, token or None, project_code or None)
 
     def get(self, path: str, **params: Any) -> dict[str, Any]:
         return self._request("GET", path, params={k: v for k, v in params.items() if v is not None})
@@ -70,6 +72,8 @@ class Remote:
         import httpx  # here, not above: only a --server command pays for importing it
 
         where = f"{self.url}{PREFIX}{path}"
+        if self.project_code:
+            kwargs["params"] = {**kwargs.get("params", {}), "project": self.project_code}
         try:
             answer = httpx.request(method, where, headers={"Authorization": f"Bearer {self.token}"},
                                    timeout=TIMEOUT, **kwargs)

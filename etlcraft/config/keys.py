@@ -372,11 +372,11 @@ KEYS: tuple[Key, ...] = (
         "Orchestration",
         "Project",
         KeyType.CODE,
-        "The project's code in the Engine DB, which commands would act on.",
-        default="default",
+        "The code of the project (its CFG_PROJECTS row) that commands act on when the Engine DB serves several "
+        "projects and --project-code is not given; it also names the project's ledger of metadata migrations. When "
+        "not set, the Engine DB's only project is used.",
         pattern=CODE_PATTERN,
         pattern_meaning="a code: a letter, then up to 127 letters, digits or _",
-        planned=API_RELEASE,
     ),
     Key("Orchestration", "Timezone", KeyType.TIMEZONE,
         "The project's time zone when its CFG_PROJECTS row sets no TIMEZONE (then UTC when this is not set "

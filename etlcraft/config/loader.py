@@ -113,7 +113,7 @@ class OrchestrationConfig:
     a key planned for a later release (keys.py) is refused when set, so it always holds its default. `timezone` is
     None when not set: the project's time zone is decided by etlcraft.core.zones, not here."""
 
-    project: str
+    project: str | None  # None: not set (etlcraft.services.projects then takes the Engine DB's only project)
     timezone: str | None
     max_parallel_tasks: int
     gate_wait_minutes: int

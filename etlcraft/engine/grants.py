@@ -33,9 +33,9 @@ from etlcraft.engine.settings import ROLE_PREFIX, read_setting
 
 KINDS = ("reader", "operator", "engine")
 #: What an operator changes: mark_run, mark_task_run, cancel_run, cancel_attempt, pause_pipeline, resume_pipeline,
-#: reopen_run (the CLI's mark, cancel, pause, resume and reopen).
+#: pause_project, resume_project, reopen_run (the CLI's mark, cancel, pause, resume and reopen).
 OPERATOR_FUNCTIONS = ("mark_run", "mark_task_run", "cancel_run", "cancel_attempt", "pause_pipeline",
-                      "resume_pipeline", "reopen_run")
+                      "resume_pipeline", "pause_project", "resume_project", "reopen_run")
 #: The calls of the run by hand in docs/guides/sql-api.md (its reads, ready_tasks, are read functions).
 HAND_RUN_FUNCTIONS = ("create_run", "admit_run", "start_run", "queue_attempt", "claim_attempt", "start_attempt",
                       "finish_attempt", "finalize_run")

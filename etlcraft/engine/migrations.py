@@ -155,11 +155,12 @@ def project_migration(name: str, sql: str) -> Migration | None:
 
 def migrate(
     db: EngineDB, *, project_dir: Path | None = None, up_to: str | None = None, command: str = "migrate",
-    project: Sequence[Migration] | None = None,
+    project: Sequence[Migration] | None = None, project_code: str | None = None,
 ) -> MigrateReport:
     """Bring the Engine DB up to date (engine migrations up to `up_to`, all by default), then apply the pending
     metadata migrations of `project_dir`/migrations when a project is given (or `project`, migrations already
-    read). A call that changes anything is recorded in AUD_ACTIONS as `command`, in the same transaction."""
+    read), against the ledger of project `project_code` (_project_scope). A call that changes anything is recorded
+    in AUD_ACTIONS as `command`, in the same transaction."""
     report = MigrateReport()
     pending_project = (list(project) if project is not None
                        else project_migrations(project_dir / "migrations") if project_dir else [])
@@ -168,8 +169,6 @@ def migrate(
         ledger = _ledger(db, conn)
         engine = [m for m in engine_migrations(db.dialect, db.schema) if up_to is None or m.version <= up_to]
         _check_applied(ledger, engine, ENGINE, known=engine_migrations(db.dialect, db.schema))
-        if project_dir is not None or project is not None:
-            _check_applied(ledger, pending_project, PROJECT, known=pending_project)
         for migration in engine:
             if (ENGINE, migration.version) not in ledger:
                 db.execute_script(conn, migration.sql)
@@ -186,10 +185,15 @@ def migrate(
         if db.is_postgres:
             # A function created again has PUBLIC's EXECUTE and none of the roles' grants; views may be new.
             grants.reapply(db, conn)
-        for migration in pending_project:
-            if (PROJECT, migration.version) not in ledger:
-                report.project.append((migration, _apply_project_migration(db, conn, migration)))
-        _record(db, conn, ledger, [*report.applied, *report.refreshed, *(m for m, _ in report.project)])
+        _record(db, conn, ledger, [*report.applied, *report.refreshed])
+        if project_dir is not None or project is not None:
+            scope = _project_scope(db, conn, project_code)
+            project_ledger = _ledger(db, conn, scope)
+            _check_applied(project_ledger, pending_project, PROJECT, known=pending_project)
+            for migration in pending_project:
+                if (PROJECT, migration.version) not in project_ledger:
+                    report.project.append((migration, _apply_project_migration(db, conn, migration)))
+            _record(db, conn, project_ledger, [m for m, _ in report.project], scope)
         if report.changed_anything:
             record_action(db, conn, command, {
                 "project": str(project_dir) if project_dir else None,
@@ -208,11 +212,50 @@ def _lock(db: EngineDB, conn: sa.Connection) -> None:
     # SQLite: write() began with BEGIN IMMEDIATE, which already holds the database's single write lock.
 
 
-def _ledger(db: EngineDB, conn: sa.Connection) -> dict[tuple[str, str], str]:
+def _ledger(db: EngineDB, conn: sa.Connection, scope: str | None = None) -> dict[tuple[str, str], str]:
+    """The applied migrations: the ENGINE ones, or with `scope` the PROJECT ones of that project's ledger (an Engine
+    DB before 0021_project_ledgers has one ledger of PROJECT rows, whatever `scope` says)."""
     if not table_exists(db, conn, "SCHEMA_MIGRATIONS"):
         return {}
-    rows = conn.execute(sa.text(f"SELECT STREAM, VERSION, CHECKSUM FROM {db.qualify('SCHEMA_MIGRATIONS')}"))
+    table = db.qualify("SCHEMA_MIGRATIONS")
+    if scope is None or not _has_project_ledgers(db, conn):
+        stream = ENGINE if scope is None else PROJECT
+        rows = conn.execute(sa.text(f"SELECT STREAM, VERSION, CHECKSUM FROM {table} WHERE STREAM = :s"), {"s": stream})
+    else:
+        rows = conn.execute(sa.text(f"SELECT STREAM, VERSION, CHECKSUM FROM {table} WHERE STREAM = :s"
+                                    " AND PROJECT_CODE = :p"), {"s": PROJECT, "p": scope})
     return {(stream, version): checksum for stream, version, checksum in rows}
+
+
+def _has_project_ledgers(db: EngineDB, conn: sa.Connection) -> bool:
+    """Whether SCHEMA_MIGRATIONS keeps one ledger per project (PROJECT_CODE, from 0021_project_ledgers)."""
+    if db.is_postgres:
+        found = conn.execute(sa.text("SELECT 1 FROM information_schema.columns WHERE table_schema = :schema AND"
+                                     " table_name = 'schema_migrations' AND column_name = 'project_code'"),
+                             {"schema": db.schema})
+    else:
+        found = conn.execute(sa.text("SELECT 1 FROM pragma_table_info('SCHEMA_MIGRATIONS')"
+                                     " WHERE upper(name) = 'PROJECT_CODE'"))
+    return found.first() is not None
+
+
+def _project_scope(db: EngineDB, conn: sa.Connection, project_code: str | None) -> str:
+    """The ledger a project folder's migrations are kept in: `project_code` (Orchestration: Project or
+    --project-code), else the one project the ledgers hold ('' before any was named). Several ledgers and no code
+    are refused: the folder's migrations could be taken for another project's."""
+    if project_code:
+        return project_code
+    if not table_exists(db, conn, "SCHEMA_MIGRATIONS") or not _has_project_ledgers(db, conn):
+        return ""
+    scopes = sorted(str(r[0]) for r in conn.execute(sa.text(
+        f"SELECT DISTINCT PROJECT_CODE FROM {db.qualify('SCHEMA_MIGRATIONS')} WHERE STREAM = :s"), {"s": PROJECT}))
+    if len(scopes) <= 1:
+        return scopes[0] if scopes else ""
+    listed = ", ".join(s or "(unnamed)" for s in scopes)
+    raise MigrationError(
+        f"this Engine DB holds the metadata migrations of {len(scopes)} projects ({listed}) "
+        "and no project was named, expected one: set Orchestration: Project in the project's craft-connector.yml "
+        "(or give --project-code P) so its migrations are checked against its own ledger; nothing was applied")
 
 
 def _check_applied(
@@ -273,16 +316,20 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
 def _cycles(db: EngineDB, conn: sa.Connection) -> list[Cycle]:
     """The dependency cycles of the active metadata as this transaction sees it (validate finds the same ones)."""
     pipelines = fetch_all(db, conn, "pipelines")
-    codes = {p["pipeline_id"]: p["pipeline_code"] for p in pipelines}
+    # Pipeline codes are unique per project: with several projects a pipeline is named project.pipeline here.
+    several = len({p["project_code"] for p in pipelines}) > 1
+    codes = {p["pipeline_id"]: f"{p['project_code']}.{p['pipeline_code']}" if several else p["pipeline_code"]
+             for p in pipelines}
     tasks = [t for t in fetch_all(db, conn, "tasks") if t["pipeline_id"] in codes]
     by_id = {t["task_id"]: t for t in tasks}
     task_edges = [TaskDependency(codes[by_id[e["task_id"]]["pipeline_id"]], by_id[e["task_id"]]["task_code"],
-                                 e["upstream_pipeline_code"], e["upstream_task_code"])
+                                 codes[e["upstream_pipeline_id"]], e["upstream_task_code"])
                   for e in fetch_all(db, conn, "task_dependencies")
-                  if e["task_id"] in by_id and str(e["upstream_active"]) == "Y"]
-    pipeline_edges = [(codes[e["pipeline_id"]], e["upstream_pipeline_code"])
+                  if e["task_id"] in by_id and str(e["upstream_active"]) == "Y" and e["upstream_pipeline_id"] in codes]
+    pipeline_edges = [(codes[e["pipeline_id"]], codes[e["depends_on_pipeline_id"]])
                       for e in fetch_all(db, conn, "pipeline_dependencies")
-                      if e["pipeline_id"] in codes and str(e["upstream_active"]) == "Y"]
+                      if e["pipeline_id"] in codes and str(e["upstream_active"]) == "Y"
+                      and e["depends_on_pipeline_id"] in codes]
     return dependency_cycles(list(codes.values()), [(codes[t["pipeline_id"]], t["task_code"]) for t in tasks],
                              task_edges, pipeline_edges)
 
@@ -359,22 +406,42 @@ def _metadata_statements(db: EngineDB, migration: Migration) -> list[Statement]:
     return statements
 
 
-def _record(db: EngineDB, conn: sa.Connection, ledger: dict[tuple[str, str], str], done: list[Migration]) -> None:
+def _record(db: EngineDB, conn: sa.Connection, ledger: dict[tuple[str, str], str], done: list[Migration],
+            scope: str = "") -> None:
+    """Write `done` into the ledger: PROJECT rows into project `scope`'s (named after the project the folder
+    created when it was not named and the Engine DB now holds exactly one)."""
+    if not done:
+        return
     table = db.qualify("SCHEMA_MIGRATIONS")
+    per_project = _has_project_ledgers(db, conn)
+    if per_project and done[0].stream == PROJECT and not scope:
+        scope = _only_project(db, conn)
+        conn.execute(sa.text(f"UPDATE {table} SET PROJECT_CODE = :p WHERE STREAM = :s AND PROJECT_CODE = ''"),
+                     {"p": scope, "s": PROJECT})
+    column, value, match = (", PROJECT_CODE", ", :project", " AND PROJECT_CODE = :project") if per_project \
+        else ("", "", "")
     for migration in done:
         values = {
             "stream": migration.stream, "version": migration.version, "name": migration.name,
             "kind": migration.kind, "checksum": migration.checksum, "by": current_actor().name,
+            "project": scope if migration.stream == PROJECT else "",
         }
         if (migration.stream, migration.version) in ledger:
             conn.execute(
                 sa.text(f"UPDATE {table} SET CHECKSUM = :checksum, APPLIED_AT = {db.now_sql}, APPLIED_BY = :by"
-                        " WHERE STREAM = :stream AND VERSION = :version"),
+                        f" WHERE STREAM = :stream AND VERSION = :version{match}"),
                 values,
             )
         else:
             conn.execute(
-                sa.text(f"INSERT INTO {table} (STREAM, VERSION, NAME, KIND, CHECKSUM, APPLIED_AT, APPLIED_BY)"
-                        f" VALUES (:stream, :version, :name, :kind, :checksum, {db.now_sql}, :by)"),
+                sa.text(f"INSERT INTO {table} (STREAM, VERSION, NAME, KIND, CHECKSUM, APPLIED_AT, APPLIED_BY{column})"
+                        f" VALUES (:stream, :version, :name, :kind, :checksum, {db.now_sql}, :by{value})"),
                 values,
             )
+
+
+def _only_project(db: EngineDB, conn: sa.Connection) -> str:
+    """The code of the Engine DB's only active project; '' when it has none or several."""
+    codes = [str(r[0]) for r in conn.execute(sa.text(
+        f"SELECT PROJECT_CODE FROM {db.qualify('CFG_PROJECTS')} WHERE ACTIVE_FLAG = 'Y'"))]
+    return codes[0] if len(codes) == 1 else ""

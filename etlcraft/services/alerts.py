@@ -6,6 +6,7 @@ from typing import Any
 
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all
+from etlcraft.services.projects import resolve_project
 from etlcraft.services.values import as_time, plain
 
 #: The delivery statuses --status takes (AUD_ALERT_DELIVERIES.DELIVERY_STATUS).
@@ -16,9 +17,12 @@ DEFAULT_LIMIT = 200
 def list_alerts(db: EngineDB, pipeline_code: str | None = None, status: str | None = None,
                 limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The etl-craft/alerts/1 document: alerts newest first (at most `limit` rows of alert and channel), each with
-    its deliveries; only those of `pipeline_code`, and only those with a delivery in `status`, when given."""
+    its deliveries; only those of `pipeline_code` (of the chosen project, etlcraft.services.projects), and only
+    those with a delivery in `status`, when given."""
     with db.read() as conn:
-        rows = fetch_all(db, conn, "alerts_list", pipeline_code=pipeline_code, status=status, limit=limit)
+        project_code = resolve_project(db, conn) if pipeline_code else None
+        rows = fetch_all(db, conn, "alerts_list", pipeline_code=pipeline_code, project_code=project_code,
+                         status=status, limit=limit)
     alerts: dict[int, dict[str, Any]] = {}
     for row in rows:
         alert = alerts.setdefault(int(row["alert_id"]), {

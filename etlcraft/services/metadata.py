@@ -10,11 +10,12 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from etlcraft.core.errors import AmbiguousError, EngineDbError, NotFoundError
+from etlcraft.core.errors import EngineDbError, NotFoundError
 from etlcraft.core.zones import ProjectZone, project_zone
 from etlcraft.engine.catalog import table_exists
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_all
+from etlcraft.services.projects import pick_project
 
 N = TypeVar("N", bound=Hashable)
 
@@ -112,6 +113,8 @@ class TaskEdge:
     type: str
     consume_repairs: bool
     upstream_active: bool
+    project_code: str = ""  # the task's project
+    upstream_project_code: str = ""  # the upstream task's project: another one for a cross-project dependency
 
     @property
     def cross_pipeline(self) -> bool:
@@ -130,6 +133,8 @@ class PipelineEdge:
     type: str
     consume_repairs: bool
     upstream_active: bool
+    project_code: str = ""  # the pipeline's project
+    upstream_project_code: str = ""  # the upstream pipeline's project
 
 
 @dataclass(frozen=True)
@@ -141,25 +146,35 @@ class Metadata:
     pipeline_edges: tuple[PipelineEdge, ...]
     rules: tuple[RuleView, ...] = ()
 
+    def of_project(self, code: str) -> Metadata:
+        """The part of the snapshot project `code` owns: its pipelines, their tasks and rules, and the dependencies of
+        its tasks and pipelines (whose upstream may be in another project). Pipeline codes are unique within it."""
+        pipelines = tuple(p for p in self.pipelines if p.project_code == code)
+        ids = {p.pipeline_id for p in pipelines}
+        tasks = tuple(t for t in self.tasks if t.pipeline_id in ids)
+        task_ids = {t.task_id for t in tasks}
+        return Metadata(tuple(p for p in self.projects if p.code == code), pipelines, tasks,
+                        tuple(e for e in self.task_edges if e.pipeline_id in ids),
+                        tuple(e for e in self.pipeline_edges if e.pipeline_id in ids),
+                        tuple(r for r in self.rules if r.task_id in task_ids))
+
     def rules_of(self, task_id: int) -> tuple[RuleView, ...]:
         return tuple(r for r in self.rules if r.task_id == task_id)
 
     def tasks_of(self, pipeline_id: int) -> tuple[TaskView, ...]:
         return tuple(t for t in self.tasks if t.pipeline_id == pipeline_id)
 
-    def pipeline(self, code: str) -> PipelineView:
-        """The active pipeline `code`; NotFoundError or AmbiguousError (same code in two projects)."""
-        found = [p for p in self.pipelines if p.code == code]
+    def pipeline(self, code: str, project: str | None = None) -> PipelineView:
+        """The active pipeline `code` of `project`, else of the project the caller chose (etlcraft.services.projects);
+        NotFoundError when that project has none."""
+        project = project or pick_project([p.code for p in self.projects])
+        found = [p for p in self.pipelines if p.code == code and p.project_code == project]
         if not found:
-            known = ", ".join(p.code for p in self.pipelines) or "none"
+            known = ", ".join(p.code for p in self.pipelines if p.project_code == project) or "none"
             raise NotFoundError(
-                f"pipeline {code!r} is not an active pipeline of this Engine DB (active: {known}); "
-                "check the code with etl-craft list"
+                f"pipeline {code!r} is not an active pipeline of project {project} in this Engine DB (active: "
+                f"{known}); check the code with etl-craft --project-code {project} list"
             )
-        if len(found) > 1:
-            projects = ", ".join(p.project_code for p in found)
-            raise AmbiguousError(f"pipeline {code!r} exists in several projects ({projects}); this Engine DB "
-                                 "serves more than one project")
         return found[0]
 
 
@@ -199,12 +214,14 @@ def load_metadata(db: EngineDB) -> Metadata:
         TaskEdge(r["task_dependency_id"], r["task_id"], by_id[r["task_id"]].code, by_id[r["task_id"]].pipeline_code,
                  r["depends_on_task_id"], r["upstream_task_code"], r["upstream_pipeline_code"],
                  r["upstream_pipeline_id"], by_id[r["task_id"]].pipeline_id, r["dependency_type"],
-                 _flag(r["consume_repairs"]), _flag(r["upstream_active"]))
+                 _flag(r["consume_repairs"]), _flag(r["upstream_active"]), r["project_code"],
+                 r["upstream_project_code"])
         for r in raw["task_dependencies"] if r["task_id"] in by_id)
     pipeline_edges = tuple(
         PipelineEdge(r["pipeline_dependency_id"], r["pipeline_id"], codes[r["pipeline_id"]],
                      r["depends_on_pipeline_id"], r["upstream_pipeline_code"], r["dependency_type"],
-                     _flag(r["consume_repairs"]), _flag(r["upstream_active"]))
+                     _flag(r["consume_repairs"]), _flag(r["upstream_active"]), r["project_code"],
+                     r["upstream_project_code"])
         for r in raw["pipeline_dependencies"] if r["pipeline_id"] in codes)
     rules = tuple(RuleView(int(r["business_rule_id"]), int(r["task_id"]), r["rule_code"], r["rule_type"],
                            r["key_column"], r["rule_sql"]) for r in raw["business_rules"] if r["task_id"] in by_id)

@@ -40,6 +40,7 @@ from etlcraft.engine.settings import engine_id
 from etlcraft.overseer.driver import RunOutcome, RunSettings, TaskPolicy
 from etlcraft.overseer.local import RunLoop
 from etlcraft.paths import task_log_dir
+from etlcraft.services.projects import resolve_project
 from etlcraft.supervisor.child import ChildRequest
 
 
@@ -84,15 +85,16 @@ def action_arguments(request: RunRequest, **more: Any) -> str:
     return json.dumps(masked(arguments), sort_keys=True, default=str)
 
 
-def find_pipeline(db: EngineDB, code: str) -> Pipeline:
+def find_pipeline(db: EngineDB, code: str, project: str | None = None) -> Pipeline:
+    """The active pipeline `code` of `project`, else of the project the caller chose (etlcraft.services.projects):
+    pipeline codes are unique per project, not across the Engine DB."""
     with db.read() as conn:
-        rows = fetch_all(db, conn, "pipeline_by_code", code=code)
-    if not rows:
-        raise NotFoundError(f"pipeline {code} does not exist or is switched off; list pipelines with etl-craft list")
-    if len(rows) > 1:
-        projects = ", ".join(r["project_code"] for r in rows)
-        raise AmbiguousError(f"pipeline {code} exists in several projects ({projects}); etl-craft cannot tell which")
-    row = rows[0]
+        project_code = project or resolve_project(db, conn)
+        row = fetch_one(db, conn, "pipeline_by_code", code=code, project_code=project_code)
+    if row is None:
+        raise NotFoundError(f"pipeline {code} does not exist or is switched off in project {project_code}, expected "
+                            f"an active pipeline of it; list the project's pipelines with etl-craft --project-code "
+                            f"{project_code} list")
     return Pipeline(int(row["pipeline_id"]), code, row["max_parallel_tasks"], row["project_code"], row["timezone"])
 
 

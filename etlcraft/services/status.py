@@ -105,13 +105,14 @@ def run_history(db: EngineDB, pipeline_code: str, limit: int, before: int | None
         return fetch_all(db, conn, "run_history", pipeline_id=pipeline.pipeline_id, limit=limit, before=before)
 
 
-def pipeline_of_run(db: EngineDB, run_id: int) -> str:
-    """The code of the pipeline run `run_id` belongs to, for requests that name a run by id alone."""
+def pipeline_of_run(db: EngineDB, run_id: int) -> tuple[str, str]:
+    """The codes of the pipeline run `run_id` belongs to and of its project, for requests that name a run by id
+    alone (the run settles the project: pipeline codes are unique per project)."""
     with db.read() as conn:
-        row = fetch_one(db, conn, "run_header", run_id=run_id)
+        row = fetch_one(db, conn, "run_pipeline_project", run_id=run_id)
     if row is None:
         raise _no_run(run_id)
-    return str(row["pipeline_code"])
+    return str(row["pipeline_code"]), str(row["project_code"])
 
 
 def _no_run(run_id: int) -> NotFoundError:

@@ -42,6 +42,7 @@ from etlcraft.handlers.email_alert import TOKENS as _ALERT_TOKENS
 from etlcraft.handlers.email_alert import unknown_tokens
 from etlcraft.services import validate_warehouse
 from etlcraft.services.metadata import Metadata, TaskView, load_metadata
+from etlcraft.services.projects import pick_project
 
 SQL_DIR, SCRIPT_DIR = "sql_files", "ingestion_scripts"
 _ENUMS = state_machine().enums
@@ -93,6 +94,8 @@ def validate(db: EngineDB, project_dir: Path, warehouse_dialect: str, pipeline_c
     warehouse; with `alert_channels` (the names of craft-connector.yml's Alerts channels), every active alert rule
     names only those; `pipeline_code` narrows the report to the problems that involve that pipeline."""
     metadata = load_metadata(db)
+    if metadata.projects:  # one Engine DB may serve several projects: check the chosen one (its files are here)
+        metadata = metadata.of_project(pick_project([p.code for p in metadata.projects]))
     report = check_metadata(metadata, project_dir, warehouse_dialect, pipeline_code)
     if alert_channels is not None:
         rules = [p for p in alert_rule_problems(db, metadata, alert_channels)
@@ -126,8 +129,9 @@ def alert_rule_problems(db: EngineDB, metadata: Metadata, channels: Collection[s
     with db.read() as conn:
         rules = fetch_all(db, conn, "alert_rules")
     configured = ", ".join(sorted(channels)) or "none: craft-connector.yml has no Alerts section"
+    projects = {p.code for p in metadata.projects}
     for rule in rules:
-        if rule["active_flag"] != "Y":
+        if rule["active_flag"] != "Y" or rule["project_code"] not in projects:
             continue
         pipeline = rule["pipeline_code"]
         where = (f"alert rule {rule['alert_rule_id']} ({rule['alert_kind']} of pipeline {pipeline})" if pipeline
@@ -352,8 +356,10 @@ def _edge_problems(metadata: Metadata) -> Iterator[Problem]:
                           f"{edge.type!r}", edge.type, f"one of {', '.join(types)}",
                           f"correct the CFG_TASK_DEPENDENCY row {_NEW_MIGRATION}", pipelines, edge.task_code)
         if not edge.upstream_active:
-            yield Problem("dependency-inactive", where, f"it depends on {upstream}, which is switched off "
-                          "(ACTIVE_FLAG = 'N')", upstream, "dependencies on active tasks only",
+            across = _across(edge.project_code, edge.upstream_project_code)
+            yield Problem("dependency-inactive", where, f"it depends on {upstream}{across}, which is switched off "
+                          "(ACTIVE_FLAG = 'N')", upstream,
+                          "dependencies on active tasks only",
                           f"switch the dependency off too, or the task back on, {_NEW_MIGRATION}", pipelines,
                           edge.task_code)
     for pedge in metadata.pipeline_edges:
@@ -363,20 +369,32 @@ def _edge_problems(metadata: Metadata) -> Iterator[Problem]:
                           f" has DEPENDENCY_TYPE {pedge.type!r}", pedge.type, f"one of {', '.join(types)}",
                           f"correct the CFG_PIPELINE_DEPENDENCY row {_NEW_MIGRATION}", (pedge.pipeline_code,))
         if not pedge.upstream_active:
-            yield Problem("dependency-inactive", where, f"it depends on pipeline {pedge.upstream_pipeline_code}, "
-                          "which is switched off (ACTIVE_FLAG = 'N')", pedge.upstream_pipeline_code,
+            across = _across(pedge.project_code, pedge.upstream_project_code)
+            yield Problem("dependency-inactive", where, f"it depends on pipeline {pedge.upstream_pipeline_code}"
+                          f"{across}, which is switched off (ACTIVE_FLAG = 'N')",
+                          pedge.upstream_pipeline_code,
                           "dependencies on active pipelines only",
                           f"switch the dependency off too, or the pipeline back on, {_NEW_MIGRATION}",
                           (pedge.pipeline_code,))
 
 
+def _across(project: str, upstream_project: str) -> str:
+    """For a dependency across projects, the words naming both (one Engine DB, several projects): else nothing."""
+    if project == upstream_project or not upstream_project:
+        return ""
+    return f" of project {upstream_project} (a dependency of project {project} on another project)"
+
+
 def _cycle_problems(metadata: Metadata) -> Iterator[Problem]:
     pipelines = [p.code for p in metadata.pipelines]
     tasks = [(t.pipeline_code, t.code) for t in metadata.tasks]
+    # Within the project checked: a dependency on another project's pipeline leaves it (its code may be one of this
+    # project's too); a cycle through several projects is refused by etl-craft migrate, which sees them all.
     task_edges = [TaskDependency(e.pipeline_code, e.task_code, e.upstream_pipeline_code, e.upstream_task_code)
-                  for e in metadata.task_edges if e.upstream_active]
+                  for e in metadata.task_edges if e.upstream_active and not _across(e.project_code,
+                                                                                     e.upstream_project_code)]
     pipeline_edges = [(e.pipeline_code, e.upstream_pipeline_code) for e in metadata.pipeline_edges
-                      if e.upstream_active]
+                      if e.upstream_active and not _across(e.project_code, e.upstream_project_code)]
     for cycle in dependency_cycles(pipelines, tasks, task_edges, pipeline_edges):
         if cycle.pipeline is not None:
             yield Problem("cycle-tasks", f"pipeline {cycle.pipeline}", f"its tasks wait for each other in a cycle: "

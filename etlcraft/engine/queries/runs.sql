@@ -1,11 +1,12 @@
 -- Reads of runs, task runs and attempts for the task process, `etl-craft run`, status, history and logs.
 -- {TABLE} names are qualified for the Engine DB's dialect by etlcraft.engine.queries; binds are :name.
 
--- name: pipeline_by_code :many
+-- name: pipeline_by_code :one
+-- Pipeline codes are unique per project (ux_pipelines_code_active): the pair finds one pipeline.
 SELECT p.PIPELINE_ID, p.PIPELINE_CODE, p.MAX_PARALLEL_TASKS, pr.PROJECT_CODE, pr.DEFAULT_POOL, pr.TIMEZONE
   FROM {CFG_PIPELINES} p
   JOIN {CFG_PROJECTS} pr ON pr.PROJECT_ID = p.PROJECT_ID
- WHERE p.PIPELINE_CODE = :code AND p.ACTIVE_FLAG = 'Y' AND pr.ACTIVE_FLAG = 'Y';
+ WHERE p.PIPELINE_CODE = :code AND pr.PROJECT_CODE = :project_code AND p.ACTIVE_FLAG = 'Y' AND pr.ACTIVE_FLAG = 'Y';
 
 -- name: active_runs :many
 SELECT PIPELINE_RUN_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, OWNER_ID, LEASE_EXPIRES_AT, START_DATE
@@ -23,6 +24,14 @@ SELECT r.PIPELINE_RUN_ID, p.PIPELINE_CODE, r.RUN_KEY, r.TRIGGER_KIND, r.RUN_DATE
        r.ENDED_BY, r.MESSAGE, r.PIPELINE_ID, r.CANCEL_REQUESTED_AT
   FROM {AUD_PIPELINES_RUN_LOG} r
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+ WHERE r.PIPELINE_RUN_ID = :run_id;
+
+-- name: run_pipeline_project :one
+-- The pipeline and project of a run named by id alone: the run id settles the project (codes are per project).
+SELECT p.PIPELINE_CODE, pr.PROJECT_CODE
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+  JOIN {CFG_PROJECTS} pr ON pr.PROJECT_ID = p.PROJECT_ID
  WHERE r.PIPELINE_RUN_ID = :run_id;
 
 -- name: run_task_rows :many

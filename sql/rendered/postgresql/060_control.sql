@@ -189,3 +189,143 @@ BEGIN
 END
 $fn$;
 -- @end record_action
+
+
+
+-- @function pause_project
+-- @args project_code text, reason text
+-- @returns pipeline_id bigint, pipeline_code text, pause_id bigint, paused_at timestamptz
+-- @purpose Pause every active pipeline of a project at once (etl-craft pause --project-code P): one pause per
+--   pipeline in AUD_PIPELINE_PAUSES, with the actor and the reason, as pause_pipeline records it. A pipeline already
+--   paused keeps its pause. Returns the pauses this call recorded, one row per pipeline.
+-- @transition PAUSE (none) -> open (RESUMED_AT NULL), for each active pipeline of the project not paused
+-- @locks the ux_one_open_pause entries of the project's pipelines
+-- @errors EC021 no such active project; EC023 every active pipeline of the project is already paused (or it has
+--   none)
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'pause_project' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.pause_project(
+  p_project_code text,
+  p_reason text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_id bigint, pipeline_code text, pause_id bigint, paused_at timestamptz)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_failure text;
+  v_last_pause bigint;
+BEGIN
+  SELECT 'EC021: ' || ('project ' || COALESCE(CAST(p_project_code AS text), 'NULL') || ' is not an active project of this Engine DB, expected the code of one (CFG_PROJECTS.PROJECT_CODE); list the projects with etl-craft list') INTO v_failure
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PROJECTS WHERE PROJECT_CODE = p_project_code AND ACTIVE_FLAG = 'Y');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT COALESCE(MAX(PAUSE_ID), 0) INTO v_last_pause FROM etl_craft.AUD_PIPELINE_PAUSES;
+  -- ON CONFLICT: a pipeline another caller paused meanwhile keeps that pause.
+  INSERT INTO etl_craft.AUD_PIPELINE_PAUSES (PIPELINE_ID, PAUSED_AT, PAUSED_BY, PAUSED_BY_KIND, PAUSE_REASON)
+  SELECT x.PIPELINE_ID, v_now, etl_craft._actor(), etl_craft._actor_kind(), p_reason
+    FROM (SELECT p.PIPELINE_ID FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+            WHERE pr.PROJECT_CODE = p_project_code AND pr.ACTIVE_FLAG = 'Y' AND p.ACTIVE_FLAG = 'Y') x
+   WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINE_PAUSES z WHERE z.PIPELINE_ID = x.PIPELINE_ID AND z.RESUMED_AT IS NULL)
+  ON CONFLICT (PIPELINE_ID) WHERE RESUMED_AT IS NULL DO NOTHING;
+  GET DIAGNOSTICS v_rows = ROW_COUNT;
+  SELECT 'EC023: ' || ('project ' || COALESCE(CAST(p_project_code AS text), 'NULL') || ' has no active pipeline that is not paused, expected at least one; nothing was paused (etl-craft resume --project-code ' || COALESCE(CAST(p_project_code AS text), 'NULL') || ' resumes them)') INTO v_failure
+   WHERE v_rows = 0;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  RETURN QUERY
+  SELECT q.pipeline_id::bigint, q.pipeline_code::text, q.pause_id::bigint, q.paused_at::timestamptz
+    FROM (
+      SELECT z.PIPELINE_ID, p.PIPELINE_CODE, z.PAUSE_ID, z.PAUSED_AT
+        FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
+       WHERE z.PAUSE_ID > v_last_pause AND z.RESUMED_AT IS NULL
+         AND z.PIPELINE_ID IN (SELECT p.PIPELINE_ID FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+                WHERE pr.PROJECT_CODE = p_project_code AND pr.ACTIVE_FLAG = 'Y' AND p.ACTIVE_FLAG = 'Y')
+       ORDER BY p.PIPELINE_CODE
+    ) AS q(pipeline_id, pipeline_code, pause_id, paused_at);
+END
+$fn$;
+-- @end pause_project
+
+-- @function resume_project
+-- @args project_code text, reason text
+-- @returns pipeline_id bigint, pipeline_code text, pause_id bigint, resumed_at timestamptz
+-- @purpose Resume every paused active pipeline of a project at once (etl-craft resume --project-code P): closes
+--   each open pause as resume_pipeline does. Returns the pauses this call closed, one row per pipeline.
+-- @transition PAUSE open -> closed (RESUMED_AT set), for each paused active pipeline of the project
+-- @locks the open pause rows of the project's pipelines
+-- @errors EC021 no such active project; EC023 no active pipeline of the project is paused
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'resume_project' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.resume_project(
+  p_project_code text,
+  p_reason text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (pipeline_id bigint, pipeline_code text, pause_id bigint, resumed_at timestamptz)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
+SET jit = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_failure text;
+  v_paused bigint[];
+BEGIN
+  SELECT 'EC021: ' || ('project ' || COALESCE(CAST(p_project_code AS text), 'NULL') || ' is not an active project of this Engine DB, expected the code of one (CFG_PROJECTS.PROJECT_CODE); list the projects with etl-craft list') INTO v_failure
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_PROJECTS WHERE PROJECT_CODE = p_project_code AND ACTIVE_FLAG = 'Y');
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT array_agg(z.PAUSE_ID) INTO v_paused
+    FROM etl_craft.AUD_PIPELINE_PAUSES z
+   WHERE z.RESUMED_AT IS NULL AND z.PIPELINE_ID IN (SELECT p.PIPELINE_ID FROM etl_craft.CFG_PIPELINES p JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+            WHERE pr.PROJECT_CODE = p_project_code AND pr.ACTIVE_FLAG = 'Y' AND p.ACTIVE_FLAG = 'Y');
+  SELECT 'EC023: ' || ('project ' || COALESCE(CAST(p_project_code AS text), 'NULL') || ' has no paused active pipeline, expected at least one; there is nothing to resume') INTO v_failure
+   WHERE v_paused IS NULL;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  UPDATE etl_craft.AUD_PIPELINE_PAUSES
+     SET RESUMED_AT = v_now, RESUMED_BY = etl_craft._actor(), RESUMED_BY_KIND = etl_craft._actor_kind(),
+         RESUME_REASON = p_reason
+   WHERE RESUMED_AT IS NULL AND PAUSE_ID = ANY (v_paused);
+  PERFORM pg_notify('etl_craft_events', 'resume_project:' || COALESCE(CAST(p_project_code AS text), 'NULL'));
+  RETURN QUERY
+  SELECT q.pipeline_id::bigint, q.pipeline_code::text, q.pause_id::bigint, q.resumed_at::timestamptz
+    FROM (
+      SELECT z.PIPELINE_ID, p.PIPELINE_CODE, z.PAUSE_ID, z.RESUMED_AT
+        FROM etl_craft.AUD_PIPELINE_PAUSES z JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = z.PIPELINE_ID
+       WHERE z.PAUSE_ID = ANY (v_paused)
+       ORDER BY p.PIPELINE_CODE
+    ) AS q(pipeline_id, pipeline_code, pause_id, resumed_at);
+END
+$fn$;
+-- @end resume_project

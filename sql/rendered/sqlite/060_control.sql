@@ -33,3 +33,27 @@
 -- @locks none
 -- @errors none of its own; arguments that are not JSON are refused by the database
 -- @end record_action
+
+
+
+-- @function pause_project
+-- @args project_code text, reason text
+-- @returns pipeline_id bigint, pipeline_code text, pause_id bigint, paused_at timestamptz
+-- @purpose Pause every active pipeline of a project at once (etl-craft pause --project-code P): one pause per
+--   pipeline in AUD_PIPELINE_PAUSES, with the actor and the reason, as pause_pipeline records it. A pipeline already
+--   paused keeps its pause. Returns the pauses this call recorded, one row per pipeline.
+-- @transition PAUSE (none) -> open (RESUMED_AT NULL), for each active pipeline of the project not paused
+-- @locks the ux_one_open_pause entries of the project's pipelines
+-- @errors EC021 no such active project; EC023 every active pipeline of the project is already paused (or it has
+--   none)
+-- @end pause_project
+
+-- @function resume_project
+-- @args project_code text, reason text
+-- @returns pipeline_id bigint, pipeline_code text, pause_id bigint, resumed_at timestamptz
+-- @purpose Resume every paused active pipeline of a project at once (etl-craft resume --project-code P): closes
+--   each open pause as resume_pipeline does. Returns the pauses this call closed, one row per pipeline.
+-- @transition PAUSE open -> closed (RESUMED_AT set), for each paused active pipeline of the project
+-- @locks the open pause rows of the project's pipelines
+-- @errors EC021 no such active project; EC023 no active pipeline of the project is paused
+-- @end resume_project

@@ -62,7 +62,8 @@ SETUP = ("migrate", "run")  # printed while the shared project is built
 NEW_PROJECT = ("init", "init-db")
 POSTGRES_ONLY = ("grant",)  # checked on a PostgreSQL Engine DB, below
 STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --finalize-only", "reopen", "mark",
-                  "pause", "resume", "cancel", "run --backfill", "engine copy", "run --backfill --init-only",
+                  "pause", "resume", "pause --project-code", "resume --project-code", "cancel", "run --backfill",
+                  "engine copy", "run --backfill --init-only",
                   "run --rerun --init-only", "token create", "token list", "token revoke")
 SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
 HERMETIC = ("test",)  # the test report, checked by tests/py/testing
@@ -201,6 +202,8 @@ def test_state_changing_command_documents(tmp_path: Path) -> None:
         ("pause", ("pause", *flow, "--reason", "warehouse upgrade")),
         ("explain", ("explain", *run_1, "--task-code", "load")),  # while paused: its pause object
         ("resume", ("resume", *flow, "--reason", "upgrade done")),
+        ("pause --project-code", ("pause", "--project-code", "proc", "--reason", "warehouse move")),
+        ("resume --project-code", ("resume", "--project-code", "proc", "--reason", "moved")),
         ("cancel", ("cancel", *run_1, "--reason", "not today")),
         ("run --backfill", ("run", *flow, "--backfill", "2026-03-01:2026-03-01", "--reason", "history")),
         ("engine copy", ("engine", "copy", "--to", f"sqlite:///{tmp_path / 'moved.db'}")),
@@ -213,6 +216,7 @@ def test_state_changing_command_documents(tmp_path: Path) -> None:
     assert printed["run --finalize-only"]["status"] == "SUCCESS"
     assert printed["mark"]["task"]["rows_written"] == 3
     assert printed["explain"]["pause"]["reason"] == "warehouse upgrade"
+    assert [p["pipeline_code"] for p in printed["pause --project-code"]["pipelines"]] == ["flow"]
     assert printed["cancel"]["run"]["status"] == "CANCELLED"
     assert printed["run --backfill"]["complete"] is True
     queued: list[tuple[str, tuple[str, ...]]] = [

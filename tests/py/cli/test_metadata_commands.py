@@ -121,8 +121,9 @@ def test_validate_a_broken_metadata_migration_and_one_pipeline(two_pipelines: Pa
         "new project migration (migrations/NNNN_name.sql)"]
     unknown = etl_craft("validate", "--pipeline-code", "nope", cwd=two_pipelines)
     assert unknown.code == 22
-    assert unknown.err == ("error: pipeline 'nope' is not an active pipeline of this Engine DB (active: "
-                           "customer_orders, reports, shop_ingest); check the code with etl-craft list\n")
+    assert unknown.err == ("error: pipeline 'nope' is not an active pipeline of project demo in this Engine DB "
+                           "(active: customer_orders, reports, shop_ingest); check the code with etl-craft "
+                           "--project-code demo list\n")
 
 
 def test_read_commands_before_migrate_create_nothing(project: Path) -> None:

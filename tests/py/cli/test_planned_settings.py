@@ -32,12 +32,6 @@ def test_a_new_project_loads_as_scaffolded(tmp_path: Path, blank: tuple[str, ...
             f"with workers on other hosts and their connection pools; remove it {NOT_READ}",
             id="db-pool-size",
         ),
-        pytest.param(
-            "Orchestration:\n  Project: shop\n",
-            "Orchestration.Project is set to 'shop', but it is not supported yet: it is planned for etl-craft 0.3.0, "
-            f"with the HTTP API and commands that name their project; remove it {NOT_READ}",
-            id="project",
-        ),
     ],
 )
 @pytest.mark.parametrize("command", [("migrate",), ("list",)], ids=["migrate", "list"])

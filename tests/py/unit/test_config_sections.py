@@ -516,20 +516,6 @@ PLANNED = [
         "does not read it)",
         id="db-pool-size-out-of-range-is-planned-first",
     ),
-    pytest.param(
-        "  Project: sales_eu\n",
-        "craft-connector.yml: Orchestration.Project is set to 'sales_eu', but it is not supported yet: it is "
-        "planned for etl-craft 0.3.0, with the HTTP API and commands that name their project; remove it "
-        "(etl-craft 0.1.0.dev0 does not read it)",
-        id="project",
-    ),
-    pytest.param(
-        "  Retries: 2\n  Project: default\n",
-        "craft-connector.yml: Orchestration.Project is set to 'default', but it is not supported yet: it is "
-        "planned for etl-craft 0.3.0, with the HTTP API and commands that name their project; remove it "
-        "(etl-craft 0.1.0.dev0 does not read it)",
-        id="project-its-default-too",
-    ),
 ]
 
 
@@ -547,7 +533,6 @@ def test_the_email_section_is_read_now_that_alerts_send_e_mail(tmp_path: Path) -
 
 def test_the_planned_marks_follow_the_roadmap() -> None:
     assert {k.path: planned_for(k) for k in KEYS if planned_for(k)} == {
-        "Orchestration.Project": keys_module.API_RELEASE,
         "Orchestration.Db_pool_size": keys_module.WORKERS_RELEASE,
     }
     assert [s.name for s in SECTIONS if s.planned] == []
@@ -572,7 +557,7 @@ def test_without_the_optional_sections_orchestration_has_its_defaults_and_there_
     config = load_config(write_project(tmp_path, BASE))
     assert config.email is None
     assert config.orchestration == OrchestrationConfig(
-        project="default",
+        project=None,
         timezone=None,
         max_parallel_tasks=4,
         gate_wait_minutes=60,
@@ -595,12 +580,13 @@ def test_an_empty_orchestration_mapping_means_every_default(tmp_path: Path) -> N
     assert empty.sha256 == absent.sha256
 
 
-def test_every_orchestration_key_is_optional_with_a_default__but_the_time_zone() -> None:
-    """Timezone has no default: when it is not set, the project's row or UTC decides (etlcraft.core.zones)."""
+def test_every_orchestration_key_is_optional_with_a_default__but_the_time_zone_and_the_project() -> None:
+    """Timezone has no default: when it is not set, the project's row or UTC decides (etlcraft.core.zones). Project
+    has none either: when it is not set, the Engine DB's only project is used (etlcraft.services.projects)."""
     for key in KEYS:
         if key.section == "Orchestration":
             assert not key.required, key.path
-            assert (key.default is None) == (key.name == "Timezone"), key.path
+            assert (key.default is None) == (key.name in ("Timezone", "Project")), key.path
 
 
 @pytest.mark.usefixtures("email_supported")
@@ -621,8 +607,9 @@ def test_email_defaults(tmp_path: Path) -> None:
 
 
 def test_every_orchestration_key_is_read(tmp_path: Path) -> None:
-    """Every key but the planned ones (Project, Db_pool_size), which keep their defaults."""
+    """Every key but the planned one (Db_pool_size), which keeps its default."""
     text = orchestration(
+        "  Project: sales_eu\n"
         "  Timezone: America/New_York\n"
         "  Max_parallel_tasks: 16\n"
         "  Gate_wait_minutes: 0\n"
@@ -636,7 +623,7 @@ def test_every_orchestration_key_is_read(tmp_path: Path) -> None:
         "  Full_check_day: wednesday\n"
     )
     settings = load_config(write_project(tmp_path, text)).orchestration
-    assert dataclasses.astuple(settings) == ("default", "America/New_York", 16, 0, 3, 0, 1.5, 5, 2, 0, "0.0.0.0:9000",
+    assert dataclasses.astuple(settings) == ("sales_eu", "America/New_York", 16, 0, 3, 0, 1.5, 5, 2, 0, "0.0.0.0:9000",
                                              "wednesday", 10)
 
 
@@ -756,8 +743,8 @@ def test_every_section_key_and_rule_is_in_the_configuration_reference() -> None:
         if key.planned:
             assert any(f"| etl-craft {key.planned} |" in row for row in rows), key.path
     planned_table = page.split("Planned, not supported yet")[1].split("## ")[0]
-    assert "`Project`" in planned_table and "`Db_pool_size`" in planned_table
-    assert "`Project`" not in page.split("## Orchestration")[1].split("Planned, not supported yet")[0]
+    assert "`Db_pool_size`" in planned_table and "`Project`" not in planned_table
+    assert "`Project`" in page.split("## Orchestration")[1].split("Planned, not supported yet")[0]
     for rule in RULES:
         assert f"- {rule.meaning}\n" in page
     for topic in ("**Secrets**", ".env", "**Paths**", "project directory", "CONFIG_SHA256"):

@@ -25,6 +25,7 @@ SELECT (SELECT min(pipeline_run_id) FROM etl_craft.aud_pipelines_run_log), 'RUN_
 CREATE TEMP TABLE expected_checks (tbl name, con name) ON COMMIT DROP;
 INSERT INTO expected_checks VALUES
   ('schema_migrations', 'stream_is_valid'), ('schema_migrations', 'kind_is_valid'),
+  ('schema_migrations', 'engine_rows_have_no_project'),
   ('eng_statuses', 'is_terminal_is_y_or_n'),
   ('eng_settings', 'setting_is_valid'), ('eng_settings', 'set_by_kind_is_valid'),
   ('eng_settings', 'test_mode_is_y_or_n'), ('eng_settings', 'role_prefix_is_a_name'),
@@ -96,7 +97,7 @@ SELECT set_eq(
   $$SELECT c.relname, k.conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'etl_craft' AND k.contype = 'c'$$,
   'SELECT tbl, con FROM expected_checks',
-  'etl_craft has exactly the 118 named CHECK constraints of the migrations');
+  'etl_craft has exactly the 119 named CHECK constraints of the migrations');
 SELECT has_check('etl_craft', tbl, upper(tbl) || ' has CHECK constraints')
   FROM (SELECT DISTINCT tbl FROM expected_checks) t ORDER BY tbl;
 
@@ -135,6 +136,8 @@ INSERT INTO violations VALUES
    $$INSERT INTO etl_craft.schema_migrations VALUES ('OTHER', '9999', 'x', 'VERSIONED', 'abc', now(), 'pgtap')$$),
   ('schema_migrations', 'kind_is_valid', 'KIND = ONCE',
    $$INSERT INTO etl_craft.schema_migrations VALUES ('PROJECT', '9999', 'x', 'ONCE', 'abc', now(), 'pgtap')$$),
+  ('schema_migrations', 'engine_rows_have_no_project', 'an ENGINE row with PROJECT_CODE',
+   $$INSERT INTO etl_craft.schema_migrations VALUES ('ENGINE', '9999', 'x', 'VERSIONED', 'abc', now(), 'pgtap', 'a')$$),
   ('eng_statuses', 'is_terminal_is_y_or_n', 'IS_TERMINAL = y (lower case)',
    $$INSERT INTO etl_craft.eng_statuses VALUES ('RUN', 'PAUSED', 'y', NULL)$$),
   ('eng_settings', 'setting_is_valid', 'SETTING = CLOCK',

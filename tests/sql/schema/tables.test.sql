@@ -16,6 +16,7 @@ INSERT INTO expected_columns VALUES
   ('schema_migrations', 5, 'checksum', 'character varying(64)', true),
   ('schema_migrations', 6, 'applied_at', 'timestamp with time zone', true),
   ('schema_migrations', 7, 'applied_by', 'character varying(128)', true),
+  ('schema_migrations', 8, 'project_code', 'character varying(128)', true),
   ('eng_statuses', 1, 'entity', 'character varying(16)', true),
   ('eng_statuses', 2, 'status', 'character varying(16)', true),
   ('eng_statuses', 3, 'is_terminal', 'character varying(1)', true),
@@ -428,7 +429,7 @@ SELECT set_eq(
 -- Primary keys (ENG_TRANSITIONS has none: its unique index ux_eng_transitions keys it).
 SELECT col_is_pk('etl_craft', tbl, cols, upper(tbl) || ' primary key is (' || upper(array_to_string(cols, ', ')) || ')')
   FROM (VALUES
-    ('schema_migrations'::name, ARRAY['stream', 'version']::name[]),
+    ('schema_migrations'::name, ARRAY['stream', 'project_code', 'version']::name[]),
     ('eng_statuses'::name, ARRAY['entity', 'status']::name[]),
     ('eng_error_codes'::name, ARRAY['code']::name[]),
     ('eng_settings'::name, ARRAY['setting']::name[]),
