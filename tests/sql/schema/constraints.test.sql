@@ -3,7 +3,7 @@
 -- the STATUS CHECK lists agree with ENG_STATUSES (sql/state_machine.yaml).
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(251);
+SELECT plan(252);
 
 SELECT etl_test.act();
 SELECT etl_test.as_migrate();  -- SCHEMA_MIGRATIONS and ENG_ reference rows are written only under migrate's lock
