@@ -12,6 +12,7 @@ rule before it reaches a command, even on an Engine DB migrated without the data
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -213,10 +214,17 @@ def check_dag(doc: dict[str, Any]) -> None:
             raise EtlCraftError(f"{where}: step {s['task_id']} has upstream {s['upstream']}, expected other steps of "
                                 "the DAG; this is a bug in etl-craft generate-yml: please report it")
     try:
-        jsonschema.validate(doc, schema())
+        _validator().validate(doc)
     except jsonschema.ValidationError as exc:
         raise EtlCraftError(f"{where} does not match pipeline-yaml.schema.json at {list(exc.absolute_path)}: "
                             f"{exc.message}; this is a bug in etl-craft generate-yml: please report it") from None
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    found = schema()
+    validator: jsonschema.protocols.Validator = jsonschema.validators.validator_for(found)(found)
+    return validator
 
 
 def schema() -> dict[str, Any]:
