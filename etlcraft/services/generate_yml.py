@@ -108,7 +108,7 @@ def trigger_rule(task: TaskView, edges: Sequence[TaskEdge], options: YmlOptions)
     types = {"SUCCESS" if e.type == "HAS_DATA" else e.type for e in edges}
     where = f"task {task.key}"
     if len(types) > 1:
-        listed = ", ".join(f"{e.upstream_task_code} ({e.type})" for e in edges)
+        listed = ", ".join(f"{e.upstream_task_code} ({e.type})" for e in sorted(edges, key=lambda e: e.upstream_task_code))
         raise RefusedByPolicyError(
             f"{where} waits for {listed}: Airflow gives a task one trigger rule over all its upstream tasks, so it "
             "cannot mix these edge types; give the task's dependencies one type (SUCCESS and HAS_DATA may be mixed), "
