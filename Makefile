@@ -66,7 +66,7 @@ soak: venv ## The repeated scenarios: the server chaos test 20 times and the API
 	  tests/py/process/test_server_chaos.py tests/py/api/test_api_fuzz.py
 
 lint: venv ## ruff and mypy
-	$(PYTHON) -m ruff check etlcraft tests scripts bench
+	$(PYTHON) -m ruff check etlcraft tests scripts bench integrations
 	$(PYTHON) -m mypy
 
 verify: venv ## Fail when the rendered SQL differs from the checked-in snapshot (sql/rendered/)

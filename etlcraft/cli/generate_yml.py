@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,14 @@ def command(ctx: CliContext, output_dir: Path, pipeline_codes: tuple[str, ...], 
     dependency on another pipeline. Edge types become trigger rules; a pipeline that Airflow cannot express is
     refused with the reason, and then no file is written (exit 24)."""
     version = parse_airflow_version(airflow_version)
-    orchestration = ctx.config().orchestration if ctx.has_project else None
-    options = YmlOptions(executable=executable, project_dir=project_dir or str(ctx.project_dir),
-                         airflow_version=version, gate_timeout_seconds=gate_timeout_seconds,
-                         configured_zone=ctx.configured_timezone(),
-                         **({"retries": orchestration.retries, "retry_delay_seconds": orchestration.retry_delay_seconds,
-                             "retry_backoff": orchestration.retry_backoff} if orchestration else {}))
+    defaults = YmlOptions()
+    if ctx.has_project:  # a task that sets no retry rule gets the project's (Orchestration: Retries, ...)
+        o = ctx.config().orchestration
+        defaults = YmlOptions(retries=o.retries, retry_delay_seconds=o.retry_delay_seconds,
+                              retry_backoff=o.retry_backoff)
+    options = dataclasses.replace(defaults, executable=executable, project_dir=project_dir or str(ctx.project_dir),
+                                  airflow_version=version, gate_timeout_seconds=gate_timeout_seconds,
+                                  configured_zone=ctx.configured_timezone())
     written = generate(load_metadata(ctx.existing_engine_db()), output_dir, pipeline_codes, options)
     emit_document(output_format, written_json(written), _text)
 

@@ -90,8 +90,8 @@ def parse_airflow_version(text: str) -> tuple[int, ...]:
 def check_code(kind: str, code: str) -> str:
     """`code` when it is an identifier; refused otherwise, since it is placed in shell commands and DAG ids."""
     if not _CODE.fullmatch(code):
-        raise RefusedByPolicyError(f"{kind} code {code!r} cannot be exported to Airflow: expected {IDENTIFIER_EXPECTED};"
-                                   " rename it in a project migration and run etl-craft migrate")
+        raise RefusedByPolicyError(f"{kind} code {code!r} cannot be exported to Airflow: expected "
+                                   f"{IDENTIFIER_EXPECTED}; rename it in a project migration and run etl-craft migrate")
     return code
 
 
@@ -108,7 +108,8 @@ def trigger_rule(task: TaskView, edges: Sequence[TaskEdge], options: YmlOptions)
     types = {"SUCCESS" if e.type == "HAS_DATA" else e.type for e in edges}
     where = f"task {task.key}"
     if len(types) > 1:
-        listed = ", ".join(f"{e.upstream_task_code} ({e.type})" for e in sorted(edges, key=lambda e: e.upstream_task_code))
+        ordered = sorted(edges, key=lambda e: e.upstream_task_code)
+        listed = ", ".join(f"{e.upstream_task_code} ({e.type})" for e in ordered)
         raise RefusedByPolicyError(
             f"{where} waits for {listed}: Airflow gives a task one trigger rule over all its upstream tasks, so it "
             "cannot mix these edge types; give the task's dependencies one type (SUCCESS and HAS_DATA may be mixed), "

@@ -20,6 +20,7 @@ from etlcraft.alerts.outbox import AlertSender, alert_sender
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters
 from etlcraft.core.actor import SYSTEM, Actor, acting_as, current_actor
+from etlcraft.core.enums import RUN_TERMINAL
 from etlcraft.core.errors import (
     AmbiguousError,
     MigrationError,
@@ -29,7 +30,6 @@ from etlcraft.core.errors import (
     UsageError,
     WaitingError,
 )
-from etlcraft.core.enums import RUN_TERMINAL
 from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, is_alive, owner_id
 from etlcraft.core.zones import project_zone

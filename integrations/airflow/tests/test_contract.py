@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import yaml
 from conftest import ETL_CRAFT, etl_craft, new_project
-
 from etl_craft_airflow import PipelineYamlError, attempts_budget, build_dags, load_pipeline_yaml
 
 #: etl-craft's edge types and run conditions, and the Airflow trigger rule each pair means (written here again,

@@ -60,7 +60,8 @@ def test_a_pipeline_airflow_cannot_express__refused_with_the_reason__nothing_wri
     assert etl_craft("migrate", cwd=project).code == 0
     done = etl_craft("generate-yml", "--output-dir", str(tmp_path / "out"), cwd=project)
     assert done.code == 24, done.err
-    assert "task flow.report waits for audit (FAILURE), load (SUCCESS): Airflow gives a task one trigger rule" in done.err
+    assert ("task flow.report waits for audit (FAILURE), load (SUCCESS): Airflow gives a task one trigger rule"
+            in done.err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
