@@ -117,8 +117,27 @@ def _statuses(project: Path, pipeline: str, key: str) -> tuple[str, dict[str, st
     return doc["run"]["status"], {t["task_code"]: t["status"] for t in doc["tasks"]}
 
 
-def test_airflow_dags_test__shop_ingest__ends_with_the_statuses_of_etl_craft_run(tmp_path: Path) -> None:
-    by_airflow, by_etl_craft = new_project(tmp_path / "a"), new_project(tmp_path / "b")
+#: A metadata migration that makes the example's first task fail: its script raises.
+BREAK = ("UPDATE CFG_TASKS SET SCRIPT_FILE = 'broken.py' WHERE TASK_CODE = 'ingest_customers' AND ACTIVE_FLAG = 'Y';"
+         "\n")
+OUTCOMES = {"succeeds": ("SUCCESS", {"ingest_customers": "SUCCESS", "ingest_orders": "SUCCESS"}),
+            "fails": ("FAILED", {"ingest_customers": "FAILED", "ingest_orders": "SKIPPED"})}
+
+
+def _example(root: Path, outcome: str) -> Path:
+    project = new_project(root)
+    if outcome == "fails":
+        (project / "ingestion_scripts" / "broken.py").write_text(
+            "def run(task):\n    raise RuntimeError('the source is down')\n")
+        (project / "migrations" / "0003_break.sql").write_text(BREAK)
+        etl_craft(project, "migrate")
+    return project
+
+
+@pytest.mark.parametrize("outcome", sorted(OUTCOMES))
+def test_airflow_dags_test__shop_ingest__ends_with_the_statuses_of_etl_craft_run(tmp_path: Path,
+                                                                                 outcome: str) -> None:
+    by_airflow, by_etl_craft = _example(tmp_path / "a", outcome), _example(tmp_path / "b", outcome)
     etl_craft(by_airflow, "generate-yml", "--output-dir", str(tmp_path / "yml"), "--executable", ETL_CRAFT)
     dags = tmp_path / "airflow" / "dags"
     dags.mkdir(parents=True)
@@ -130,13 +149,16 @@ def test_airflow_dags_test__shop_ingest__ends_with_the_statuses_of_etl_craft_run
     airflow = str(Path(sys.executable).with_name("airflow"))
     for args in (["db", "migrate"], ["dags", "test", "shop_ingest", "2026-12-01"]):
         done = subprocess.run([airflow, *args], env=env, capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, f"airflow {' '.join(args)}: {done.stdout[-4000:]}{done.stderr[-4000:]}"
+        failed_as_expected = outcome == "fails" and args[0] == "dags" and "DagRun Finished" in done.stdout + done.stderr
+        assert done.returncode == 0 or failed_as_expected, \
+            f"airflow {' '.join(args)}: {done.stdout[-4000:]}{done.stderr[-4000:]}"
     runs = json.loads(etl_craft(by_airflow, "history", "--pipeline-code", "shop_ingest", "--format", "json").stdout)
     keys = [r["run_key"] for r in runs["runs"]]
     assert len(keys) == 1 and keys[0].startswith("orchestrator:manual__"), keys
     assert [r["run_date"] for r in runs["runs"]] == ["2026-12-01"]
 
-    etl_craft(by_etl_craft, "run", "--pipeline-code", "shop_ingest", "--run-key", "reference")
+    ran = etl_craft(by_etl_craft, "run", "--pipeline-code", "shop_ingest", "--run-key", "reference", check=False)
+    assert ran.returncode == (0 if outcome == "succeeds" else 9), ran.stderr
     airflow_statuses = _statuses(by_airflow, "shop_ingest", keys[0])
     assert airflow_statuses == _statuses(by_etl_craft, "shop_ingest", "reference")
-    assert airflow_statuses == ("SUCCESS", {"ingest_customers": "SUCCESS", "ingest_orders": "SUCCESS"})
+    assert airflow_statuses == OUTCOMES[outcome]
