@@ -12,7 +12,7 @@ export PATH := $(VIRTUAL_ENV)/bin:$(PATH)
 PYTEST_WORKERS ?= 3
 STAMP := .make/venv.stamp
 
-.PHONY: help install venv pgtap demo test test-sql test-py soak lint verify snapshot bench enums docs
+.PHONY: help install venv pgtap demo test test-sql test-py test-airflow soak lint verify snapshot bench enums docs
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -44,13 +44,29 @@ test-py: venv ## pytest (tests/py) on SQLite and PostgreSQL, in 3 worker process
 	$(PYTHON) -m compileall -q etlcraft tests > /dev/null
 	$(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) --dist worksteal --durations=15
 
+# Apache Airflow 3 in a virtual environment of its own (its dependencies are not etl-craft's), with etl-craft and
+# the DAG factory of integrations/airflow installed into it; made once, then again when either pyproject.toml changes.
+AIRFLOW_VENV := .make/airflow-venv
+AIRFLOW_STAMP := .make/airflow.stamp
+
+$(AIRFLOW_STAMP): pyproject.toml integrations/airflow/pyproject.toml
+	@[ -x $(AIRFLOW_VENV)/bin/python ] || { echo "$(SYSTEM_PYTHON) -m venv $(AIRFLOW_VENV)"; \
+	  $(SYSTEM_PYTHON) -m venv $(AIRFLOW_VENV); }
+	$(AIRFLOW_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'apache-airflow>=3,<4' \
+	  -e . -e './integrations/airflow[test]'
+	@mkdir -p .make && touch $@
+
+test-airflow: $(AIRFLOW_STAMP) ## The Airflow contract tests: DAGs from generate-yml equal etl-craft's graph; airflow dags test
+	VIRTUAL_ENV=$(abspath $(AIRFLOW_VENV)) PATH=$(abspath $(AIRFLOW_VENV))/bin:$$PATH \
+	  $(AIRFLOW_VENV)/bin/python -m pytest -q -p no:cacheprovider integrations/airflow/tests
+
 soak: venv ## The repeated scenarios: the server chaos test and the pool contract tests 20 times, the API fuzzing with 300 examples per operation
 	ETL_CRAFT_SOAK_ITERATIONS=$${ETL_CRAFT_SOAK_ITERATIONS:-20} ETL_CRAFT_FUZZ_EXAMPLES=$${ETL_CRAFT_FUZZ_EXAMPLES:-300} \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider -p no:benchmark -n $(PYTEST_WORKERS) \
 	  tests/py/process/test_server_chaos.py tests/py/process/test_pool_contract.py tests/py/api/test_api_fuzz.py
 
 lint: venv ## ruff and mypy
-	$(PYTHON) -m ruff check etlcraft tests scripts bench
+	$(PYTHON) -m ruff check etlcraft tests scripts bench integrations
 	$(PYTHON) -m mypy
 
 verify: venv ## Fail when the rendered SQL differs from the checked-in snapshot (sql/rendered/)

@@ -28,6 +28,7 @@ COMMANDS = {
     "doctor": "etlcraft.cli.doctor:command",
     "engine": "etlcraft.cli.engine:group",
     "explain": "etlcraft.cli.explain:command",
+    "generate-yml": "etlcraft.cli.generate_yml:command",
     "grant": "etlcraft.cli.grant:command",
     "history": "etlcraft.cli.status:history",
     "init": "etlcraft.cli.init:command",

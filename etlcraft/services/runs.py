@@ -20,6 +20,7 @@ from etlcraft.alerts.outbox import AlertSender, alert_sender
 from etlcraft.config.loader import ProjectConfig
 from etlcraft.core import parameters
 from etlcraft.core.actor import SYSTEM, Actor, acting_as, current_actor
+from etlcraft.core.enums import RUN_TERMINAL
 from etlcraft.core.errors import (
     AmbiguousError,
     MigrationError,
@@ -558,15 +559,23 @@ def init_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> int:
 
 
 def end_run(db: EngineDB, config: ProjectConfig, request: RunRequest) -> RunOutcome:
-    """`run --finalize-only`: end the run from its task runs (refused while a task has not settled)."""
+    """`run --finalize-only`: record as SKIPPED the tasks that can never run (the Engine DB's ready set says so, as
+    when their upstream failed), then end the run from its task runs (refused while a task that could still run has
+    not settled). A run that has already ended is left as it is and its status returned: an orchestrator's
+    __finalize__ step comes after its last task, whose command ends a run once every task has settled."""
     pipeline = find_pipeline(db, request.pipeline_code)
     reconcile(db, config.orchestration.lease_seconds)
     run = select_run(db, config, pipeline, request)
-    run_id = int(run["pipeline_run_id"])
-    _must_be_in_progress(run_id, str(run["status"]))
+    run_id, status = int(run["pipeline_run_id"]), str(run["status"])
+    if status in RUN_TERMINAL:
+        return RunOutcome(run_id, status, f"run {run_id} had already ended {status}; nothing to finalize")
+    _must_be_in_progress(run_id, status)
     call(db, "record_action", command="run --finalize-only", arguments=action_arguments(request),
          pipeline_id=pipeline.pipeline_id, run_id=run_id, host=host())
     with acting_as(SYSTEM):
+        while skips := [t for t in call(db, "ready_tasks", run_id=run_id) if t.decision == "SKIP"]:
+            for task in skips:  # a skip can make its downstream unable to run in turn: judge again until none
+                call(db, "skip_task_run", run_id=run_id, task_id=task.task_id, reason=task.reason)
         ended = call(db, "finalize_run", run_id=run_id)[0]
     return RunOutcome(run_id, ended.status, f"run {run_id} ended {ended.status}")
 

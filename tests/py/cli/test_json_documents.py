@@ -46,6 +46,7 @@ READS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "doctor": ("doctor",),
     "explain": ("explain", "--pipeline-code", "flow", "--task-code", "report", "--run-id", "1"),
+    "generate-yml": ("generate-yml", "--output-dir", "generated-yml"),
     "history": ("history", "--pipeline-code", "flow"),
     "list": ("list",),
     "logs": ("logs", "--attempt-id", "1"),

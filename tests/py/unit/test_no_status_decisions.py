@@ -29,6 +29,9 @@ ALLOWED = {
         "reads the run and admit_run's answer: admit_run decides the admission",
     ("etlcraft/services/runs.py", "_must_be_in_progress"):
         "names the run's status in the message for a run command on an ended run, which start_run refuses anyway",
+    ("etlcraft/services/runs.py", "end_run"):
+        "leaves an ended run as it is for an orchestrator's __finalize__ step, reporting the status it ended with: "
+        "finalize_run refuses an ended run anyway",
     ("etlcraft/services/runs.py", "backfill"):
         "stops a backfill at a date whose run finalize_run ended other than SUCCESS or SKIPPED",
     ("etlcraft/services/runs.py", "backfill_key"):
