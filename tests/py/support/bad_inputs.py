@@ -156,7 +156,7 @@ CONFIG_EDITS: dict[str, Edit] = {
         "username": "etl", "secret": "SMTP_PASSWORD"}),
     "alerts-channel-of-no-type": _replace_section("Alerts", {"channels": {"pager": {"type": "pager"}}}),
     "alerts-webhook-without-url": _replace_section("Alerts", {"channels": {"hook": {"type": "webhook"}}}),
-    "project-key-planned": _set("Orchestration", "Project", "shop"),
+    "project-key-not-a-code": _set("Orchestration", "Project", "shop floor"),
     "db-pool-size-below-what-the-server-holds": _set("Orchestration", "Db_pool_size", 8),
     "db-pool-size-text": _set("Orchestration", "Db_pool_size", "ten"),
 }
