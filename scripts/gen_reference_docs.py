@@ -188,7 +188,6 @@ def sql_functions_page() -> str:
 
 
 def configuration_page() -> str:
-    from etlcraft import __version__
     from etlcraft.config import keys as config_keys
 
     def default(key: config_keys.Key) -> str:
@@ -238,9 +237,6 @@ def configuration_page() -> str:
         "- **The fingerprint** `CONFIG_SHA256`, recorded on each run, is the SHA-256 of the normalized",
         "  configuration: values as read (blanks stripped, numbers as numbers, defaults filled in), secrets as",
         "  variable names only. Comments, key order, quoting and layout do not change it.",
-        "- **Not supported yet.** A section or key marked *planned* below belongs to a later release and is not",
-        f"  read by this version ({__version__}). A file that sets it is refused, naming the release planned for",
-        "  it, rather than accepted and ignored: remove it until then.",
         "",
         "**The project's time zone** (run dates, and the schedules of pipelines without a `SCHEDULE_TIMEZONE`)",
         "has one source, in this order: the project's `CFG_PROJECTS.TIMEZONE` when its row sets one, else",
@@ -249,20 +245,8 @@ def configuration_page() -> str:
         "",
     ]
     for section in config_keys.SECTIONS:
-        if section.planned:
-            lines += [
-                f"## {section.name} (planned: not supported yet)",
-                "",
-                section.meaning,
-                "",
-                f"**Planned for etl-craft {section.planned}.** This version ({__version__}) does not read the",
-                f"section and refuses a file that has it. The keys below describe {section.name} as planned.",
-                "",
-            ]
-        else:
-            lines += [f"## {section.name} ({'required' if section.required else 'optional'})", "", section.meaning,
-                      ""]
-        keys = [k for k in config_keys.keys_of(section.name) if section.planned or not k.planned]
+        lines += [f"## {section.name} ({'required' if section.required else 'optional'})", "", section.meaning, ""]
+        keys = config_keys.keys_of(section.name)
         lines += ["| Key | Type | Default | Allowed | Meaning |", "| --- | --- | --- | --- | --- |"]
         for key in keys:
             meaning = key.meaning
@@ -270,13 +254,6 @@ def configuration_page() -> str:
                 meaning += f" Only with dialect {' or '.join(key.applies_to)}."
             cells = (f"`{key.name}`", key.type.value, default(key), allowed(key), meaning)
             lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-        planned = [k for k in config_keys.keys_of(section.name) if k.planned and not section.planned]
-        if planned:
-            lines += ["", "Planned, not supported yet (a file that sets one of these is refused):", "",
-                      "| Key | Type | Planned for | Meaning |", "| --- | --- | --- | --- |"]
-            for key in planned:
-                cells = (f"`{key.name}`", key.type.value, f"etl-craft {key.planned}", key.meaning)
-                lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         rules = config_keys.rules_of(section.name)
         if rules:
             lines += ["", "Also checked:", ""]
@@ -298,8 +275,7 @@ def configuration_page() -> str:
     for key in config_keys.keys_of("Orchestration"):
         if key.default is None and key.type is not config_keys.KeyType.TIMEZONE:
             continue  # Project: not set in a one-project Engine DB
-        if not config_keys.planned_for(key):
-            lines.append(f"  {key.name}: {'Europe/Paris' if key.type is config_keys.KeyType.TIMEZONE else key.default}")
+        lines.append(f"  {key.name}: {'Europe/Paris' if key.type is config_keys.KeyType.TIMEZONE else key.default}")
     lines += ["```", "", *environment_lines()]
     return "\n".join(lines)
 

@@ -17,11 +17,15 @@ from etlcraft.config.loader import ProjectConfig
 from etlcraft.engine.db import EngineDB
 
 PREFIX = "/api/v1"
-#: How many requests run at once, each in a thread of its own holding at most one Engine DB connection of the pool
-#: (five kept open by SQLAlchemy's pool): the others wait their turn in order. More threads than connections only
-#: opens and closes connections beyond the pool, and lets a request's thread wait behind a dozen others for the GIL,
+#: How many requests run at once, each in a thread of its own: the others wait their turn in order. More threads than
+#: connections only makes them wait for one, and lets a request's thread wait behind a dozen others for the GIL,
 #: which is where the slowest requests' time went.
 REQUEST_THREADS = 5
+#: The Engine DB connections those threads hold at most: one each (a request's read transaction), and one more
+#: while a request reading in its transaction writes its token's last use (once a minute) on a second one; with
+#: one spare, some thread always gets its second. etl-craft server's pool keeps this many for its API
+#: (Orchestration.Db_pool_size has a minimum for it).
+REQUEST_CONNECTIONS = REQUEST_THREADS + 1
 
 
 @contextlib.asynccontextmanager

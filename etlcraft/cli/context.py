@@ -81,7 +81,8 @@ class CliContext:
 
     def engine_db(self, pool_size: int | None = None) -> EngineDB:
         """The Engine DB named by --engine-url, else by the project's craft-connector.yml; `pool_size`: a fixed
-        budget of pooled connections (a worker's), else SQLAlchemy's default pool. Opened once per process."""
+        budget of pooled connections (the server's Db_pool_size, a worker's 2 + slots/8), else SQLAlchemy's default
+        pool. Opened once per process."""
         if self._db is None:
             if self.engine_url:
                 self._db = EngineDB(self.engine_url, schema=self.engine_schema or DEFAULT_SCHEMA, pool_size=pool_size)

@@ -26,7 +26,9 @@ def command(click_ctx: click.Context, slots: int, log_format: str) -> None:
     DB at a time: a second one exits at once naming the first. The server creates the runs of due schedule ticks,
     admits them through their gates, drives every active run (those started with etl-craft run --init-only or the
     SQL API too), retries, times out and finalizes, and hands over to its successor after a crash. It also serves
-    the HTTP API at Orchestration: Api_address (default 127.0.0.1:8730); see etl-craft api."""
+    the HTTP API at Orchestration: Api_address (default 127.0.0.1:8730); see etl-craft api. On PostgreSQL it keeps
+    a fixed pool of Orchestration: Db_pool_size connections to the Engine DB (default 10), never more; workers size
+    theirs from their slots."""
     if click_ctx.invoked_subcommand is not None:
         return
     ctx: CliContext = click_ctx.obj
@@ -34,7 +36,8 @@ def command(click_ctx: click.Context, slots: int, log_format: str) -> None:
     def write(line: str) -> None:
         click.echo(line, file=sys.stderr)
 
-    config, db = ctx.config(), ctx.engine_db()
+    config = ctx.config()
+    db = ctx.engine_db(pool_size=config.orchestration.db_pool_size)
 
     def api() -> AbstractContextManager[object]:
         from etlcraft.api.serve import api_in_thread

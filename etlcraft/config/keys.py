@@ -4,9 +4,8 @@ The loader (etlcraft/config/loader.py) validates each value from its row here, a
 docs/reference/configuration.md is generated from the same rows (scripts/gen_reference_docs.py), so the
 reference and the code cannot drift. Key names are case-sensitive exactly as written here.
 
-No setting is silently ignored: a section or key that nothing reads yet carries `planned`, the release (and the
-feature) that will read it, and the loader refuses it when the file sets it. Building the feature means reading the
-value and removing its `planned`.
+No setting is silently ignored: every key here is read by the code (tests/py/unit/test_config_sections.py checks
+it), so a key is added with the feature that reads it.
 """
 
 from __future__ import annotations
@@ -24,9 +23,10 @@ ADDRESS_PATTERN = r"^[^@\s<>,;:\"()\[\]\\]+@[^@\s<>,;:\"()\[\]\\]+$"
 HOST_PATTERN = r"^[^\s/@]+$"
 ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 
-#: The releases that will read what is refused today as "not supported yet": "<release>, with <feature>".
-API_RELEASE = "0.3.0, with the HTTP API and commands that name their project"
-WORKERS_RELEASE = "0.5.0, with workers on other hosts and their connection pools"
+#: The fewest Engine DB connections etl-craft server runs with (Orchestration.Db_pool_size): its loop, its heartbeat
+#: and its alert sender hold one each (etlcraft.overseer.server.SERVER_CONNECTIONS), and the HTTP API it serves up to
+#: etlcraft.api.app.REQUEST_CONNECTIONS (a test checks the sum), so no thread waits for another's connection.
+SERVER_POOL_MINIMUM = 9
 
 
 class KeyType(StrEnum):
@@ -50,8 +50,6 @@ class Section:
     name: str
     required: bool
     meaning: str
-    #: Not read by this version: the release that will, "<release>, with <feature>"; the loader refuses the section.
-    planned: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,8 @@ class Key:
     missing_hint: str | None = None
     #: Refuse a value holding "@" without showing it: user information is never written here.
     refuse_user_info: bool = False
-    #: Not read by this version: the release that will, "<release>, with <feature>"; the loader refuses the key.
-    planned: str | None = None
+    #: Why the range is what it is, added to the refusal of a value outside it.
+    range_reason: str | None = None
 
     @property
     def path(self) -> str:
@@ -414,8 +412,12 @@ KEYS: tuple[Key, ...] = (
         "never: only --force does.",
         default="sunday", choices=(*WEEKDAYS, "never")),
     Key("Orchestration", "Db_pool_size", KeyType.INTEGER,
-        "The Engine DB connection pool size of the server and its workers.", default=10, minimum=1, maximum=100,
-        planned=WORKERS_RELEASE),
+        "The connections etl-craft server keeps to a PostgreSQL Engine DB: a fixed pool, never exceeded (doctor "
+        "counts it in the connection budget). The server's loop, its heartbeat and its alert sender take one each; "
+        "its HTTP API the rest, up to 6 (5 requests at once). Workers size their own pools from their slots "
+        "(2 + slots/8). With a SQLite Engine DB it is not used.",
+        default=10, minimum=SERVER_POOL_MINIMUM, maximum=100,
+        range_reason="the server's loop, heartbeat and alert sender hold 3 connections and its HTTP API up to 6"),
 )
 
 
@@ -468,15 +470,6 @@ RULES: tuple[Rule, ...] = (
     Rule("Email", "`ca_file` needs `tls_mode` `starttls` or `ssl`.", _ca_file_needs_tls),
     Rule("Orchestration", "`Heartbeat_seconds` is less than half of `Lease_seconds`.", _heartbeat_under_half_lease),
 )
-
-
-def section(name: str) -> Section:
-    return next(s for s in SECTIONS if s.name == name)
-
-
-def planned_for(key: Key) -> str | None:
-    """The release that will read `key` ("<release>, with <feature>"): its own, or its section's; None: read now."""
-    return key.planned or section(key.section).planned
 
 
 def keys_of(section_name: str) -> tuple[Key, ...]:

@@ -5,8 +5,7 @@ docs/reference/configuration.md). Unknown sections and keys are refused naming t
 twice is refused with both line numbers (B56); secrets are never values in the file but names of variables,
 read from the environment or the project's .env when needed (B58); credential-looking URL query keys are
 refused (B48); relative paths resolve against the project directory, never the working directory (B55); whole
-numbers are plain ASCII digits within their range (S2.G.8). A section or key that this version does not read yet
-(`planned` in keys.py) is refused naming the release planned for it: no setting is silently ignored.
+numbers are plain ASCII digits within their range (S2.G.8).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from zoneinfo import ZoneInfo, available_timezones
 
 import yaml
 
-from etlcraft import __version__
 from etlcraft.config.alerts import AlertsConfig, channels_from, check_channels
 from etlcraft.config.keys import (
     ENGINE_DIALECTS,
@@ -38,7 +36,6 @@ from etlcraft.config.keys import (
     Key,
     KeyType,
     keys_of,
-    planned_for,
     rules_of,
     section_names,
 )
@@ -109,9 +106,9 @@ class EmailConfig:
 
 @dataclass(frozen=True)
 class OrchestrationConfig:
-    """Scheduling, retries, leases and shutdown (section Orchestration). A key that is not set holds its default;
-    a key planned for a later release (keys.py) is refused when set, so it always holds its default. `timezone` is
-    None when not set: the project's time zone is decided by etlcraft.core.zones, not here."""
+    """Scheduling, retries, leases, shutdown and the server's connections (section Orchestration). A key that is
+    not set holds its default. `timezone` is None when not set: the project's time zone is decided by
+    etlcraft.core.zones, not here."""
 
     project: str | None  # None: not set (etlcraft.services.projects then takes the Engine DB's only project)
     timezone: str | None
@@ -262,11 +259,6 @@ def load_config(project_dir: Path, config_file: Path | None = None) -> ProjectCo
     for section in SECTIONS:
         if section.required and section.name not in raw:
             raise ConfigurationError(f"{CONFIG_FILE}: the section {section.name} is missing")
-        if section.planned and section.name in raw:
-            raise ConfigurationError(
-                f"{CONFIG_FILE}: the section {section.name} is not supported yet: it is planned for etl-craft "
-                f"{section.planned}; remove the section (etl-craft {__version__} does not read it)"
-            )
     nodes = _value_nodes(document)
     engine, engine_values = _connection("Engine", raw["Engine"], nodes, project_dir)
     warehouse, warehouse_values = _connection("Warehouse", raw["Warehouse"], nodes, project_dir)
@@ -324,13 +316,6 @@ def _section_values(section: str, raw: object, nodes: Mapping[tuple[str, str], y
             raise ConfigurationError(
                 f"{CONFIG_FILE}: unknown key {section}.{name}; the keys of {section} are {', '.join(keys)}"
                 + _suggestion(str(name), list(keys))
-            )
-        planned = planned_for(keys[name])
-        if planned:
-            raise ConfigurationError(
-                f"{CONFIG_FILE}: {section}.{name} is set to {_shown(raw[name], nodes.get((section, name)))}, but it "
-                f"is not supported yet: it is planned for etl-craft {planned}; remove it (etl-craft {__version__} "
-                "does not read it)"
             )
     return {name: _check(keys[name], value, nodes.get((section, name))) for name, value in raw.items()}
 
@@ -526,7 +511,8 @@ def _shown(value: object, node: yaml.Node | None) -> str:
 
 def _unexpected(key: Key, value: object, node: yaml.Node | None, capped: bool = False) -> ConfigurationError:
     expected = key.expected() if not capped else f"a whole number {key.range_text(capped=True)}"
-    return ConfigurationError(f"{CONFIG_FILE}: {key.path} is {_shown(value, node)}; expected {expected}")
+    why = f" ({key.range_reason})" if key.range_reason else ""
+    return ConfigurationError(f"{CONFIG_FILE}: {key.path} is {_shown(value, node)}; expected {expected}{why}")
 
 
 def _as_written(value: object, node: yaml.Node | None) -> str | None:

@@ -158,7 +158,8 @@ class EngineDB:
         self.display_url = parsed.render_as_string(hide_password=True)
         if backend == "postgresql":
             self._connect_args = self._pg_connect_args()
-            # pool_size: a fixed budget of connections (a worker's 2 + slots/8, S5.H), never exceeded; without it,
+            # pool_size: a fixed budget of connections (the server's Db_pool_size, a worker's 2 + slots/8, S5.H),
+            # never exceeded; without it,
             # SQLAlchemy's default pool.
             sizing: dict[str, int] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
             self.engine = sa.create_engine(parsed.set(drivername="postgresql+psycopg"),

@@ -52,6 +52,9 @@ from etlcraft.supervisor.local import Ended, LocalSupervisor
 from etlcraft.supervisor.pools import LocalPool
 
 LEADER_LOCK = "etl-craft:overseer"
+#: The pooled Engine DB connections the server itself holds at most, one at a time each: its loop, its heartbeat (Beat)
+#: and its alert sender (AlertSender). Its leader lock and its LISTEN have connections of their own, outside the pool.
+SERVER_CONNECTIONS = 3
 SERVER_ACTOR = Actor("etl-craft server", ActorKind.SYSTEM)
 #: How often the loop looks at the Engine DB for new work when nothing wakes it (runs started elsewhere, metadata
 #: changes, pauses): a completion, a signal or a due tick wake it sooner.

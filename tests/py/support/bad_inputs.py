@@ -156,10 +156,9 @@ CONFIG_EDITS: dict[str, Edit] = {
         "username": "etl", "secret": "SMTP_PASSWORD"}),
     "alerts-channel-of-no-type": _replace_section("Alerts", {"channels": {"pager": {"type": "pager"}}}),
     "alerts-webhook-without-url": _replace_section("Alerts", {"channels": {"hook": {"type": "webhook"}}}),
-    # Planned for a later release, so refused rather than silently ignored (etlcraft/config/keys.py, `planned`).
-    "project-key-planned": _set("Orchestration", "Project", "shop"),
-    "db-pool-size-planned": _set("Orchestration", "Db_pool_size", 20),
-    "db-pool-size-planned-with-default": _set("Orchestration", "Db_pool_size", 10),
+    "project-key-not-a-code": _set("Orchestration", "Project", "shop floor"),
+    "db-pool-size-below-what-the-server-holds": _set("Orchestration", "Db_pool_size", 8),
+    "db-pool-size-text": _set("Orchestration", "Db_pool_size", "ten"),
 }
 
 #: Commands that read the configuration first; each config case runs with one of them in turn, so every command

@@ -2,9 +2,8 @@
 loader and docs/reference/configuration.md, whole numbers (S2.G.8), the fingerprint, and B48, B55, B56 and B58
 extended to Email. Secrets never leak into repr(), messages or logs.
 
-No setting is silently ignored: a section or key planned for a later release is refused when the file sets it.
-The Email section is read since alerts by e-mail (the `email_supported` fixture, once needed to lift its plan mark,
-now makes sure it has none)."""
+No setting is silently ignored: every key of the table is read by the code. Orchestration.Db_pool_size sizes
+etl-craft server's pool, at least what the server's threads and its HTTP API hold at once."""
 
 from __future__ import annotations
 
@@ -18,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import etlcraft.config.keys as keys_module
-from etlcraft.config.keys import KEYS, RULES, SECTIONS, WHOLE_NUMBER_MAX, Key, KeyType, keys_of, planned_for
+from etlcraft.api.app import REQUEST_CONNECTIONS, REQUEST_THREADS
+from etlcraft.config.keys import KEYS, RULES, SECTIONS, SERVER_POOL_MINIMUM, WHOLE_NUMBER_MAX, Key, KeyType, keys_of
 from etlcraft.config.loader import (
     CONFIG_FILE,
     EmailConfig,
@@ -54,10 +53,6 @@ def _hermetic_environ(monkeypatch: pytest.MonkeyPatch) -> None:
         if name != "PYTEST_CURRENT_TEST":
             monkeypatch.delenv(name)
 
-
-@pytest.fixture
-def email_supported() -> None:
-    assert not any(s.planned for s in SECTIONS if s.name == "Email"), "the Email section is read: no plan mark"
 
 
 def write_project(directory: Path, text: str, env: str | None = None) -> Path:
@@ -487,7 +482,6 @@ def test_broken_section_is_refused_with_its_message(tmp_path: Path, text: str, m
     assert load_error(tmp_path) == message
 
 
-@pytest.mark.usefixtures("email_supported")
 @pytest.mark.parametrize(("text", "message"), BROKEN_EMAIL)
 def test_broken_email_section_is_refused_with_its_message(tmp_path: Path, text: str, message: str) -> None:
     write_project(tmp_path, text)
@@ -499,30 +493,40 @@ def test_there_are_at_least_25_broken_configurations_for_the_new_sections() -> N
     assert len(BROKEN_EMAIL) >= 25
 
 
-# ------------------------------------------------------------------------------ planned: not supported yet
+# ------------------------------------------------------------------------------ the server's connection pool
 
-PLANNED = [
-    pytest.param(
-        "  Db_pool_size: 20\n",
-        "craft-connector.yml: Orchestration.Db_pool_size is set to 20, but it is not supported yet: it is planned "
-        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 "
-        "does not read it)",
-        id="db-pool-size",
-    ),
-    pytest.param(
-        "  Db_pool_size: 0\n",
-        "craft-connector.yml: Orchestration.Db_pool_size is set to 0, but it is not supported yet: it is planned "
-        "for etl-craft 0.5.0, with workers on other hosts and their connection pools; remove it (etl-craft 0.1.0.dev0 "
-        "does not read it)",
-        id="db-pool-size-out-of-range-is-planned-first",
-    ),
+SERVER_POOL = [
+    pytest.param("  Db_pool_size: 20\n", 20, id="twenty"),
+    pytest.param("  Db_pool_size: 9\n", 9, id="the-minimum"),
+    pytest.param("  Db_pool_size: 100\n", 100, id="the-maximum"),
+    pytest.param("  Max_parallel_tasks: 4\n", 10, id="the-default"),
 ]
 
 
-@pytest.mark.parametrize(("body", "message"), PLANNED)
-def test_a_planned_key_is_refused_naming_its_release_and_the_remedy(tmp_path: Path, body: str, message: str) -> None:
-    write_project(tmp_path, orchestration(body))
-    assert load_error(tmp_path) == message
+@pytest.mark.parametrize(("body", "size"), SERVER_POOL)
+def test_db_pool_size_is_read__within_its_range(tmp_path: Path, body: str, size: int) -> None:
+    assert load_config(write_project(tmp_path, orchestration(body))).orchestration.db_pool_size == size
+
+
+@pytest.mark.parametrize("written", ["8", "0", "101"])
+def test_db_pool_size_outside_its_range_is_refused_saying_what_the_server_holds(tmp_path: Path, written: str) -> None:
+    write_project(tmp_path, orchestration(f"  Db_pool_size: {written}\n"))
+    assert load_error(tmp_path) == (
+        f"craft-connector.yml: Orchestration.Db_pool_size is {written}; expected a whole number from 9 to 100 (the "
+        "server's loop, heartbeat and alert sender hold 3 connections and its HTTP API up to 6)")
+
+
+def test_db_pool_size_minimum_is_what_the_server_and_its_api_hold_at_once() -> None:
+    """The server's loop, heartbeat and alert sender, and the API's request threads with one spare: the minimum
+    the key takes, so no thread of the server waits for a connection another holds."""
+    from etlcraft.overseer.server import SERVER_CONNECTIONS
+
+    key = next(k for k in KEYS if k.path == "Orchestration.Db_pool_size")
+    assert REQUEST_CONNECTIONS == REQUEST_THREADS + 1
+    assert key.minimum == SERVER_POOL_MINIMUM == SERVER_CONNECTIONS + REQUEST_CONNECTIONS
+    assert isinstance(key.default, int) and key.default >= SERVER_POOL_MINIMUM
+    assert key.range_reason == (f"the server's loop, heartbeat and alert sender hold {SERVER_CONNECTIONS} connections "
+                                f"and its HTTP API up to {REQUEST_CONNECTIONS}")
 
 
 def test_the_email_section_is_read_now_that_alerts_send_e_mail(tmp_path: Path) -> None:
@@ -531,23 +535,16 @@ def test_the_email_section_is_read_now_that_alerts_send_e_mail(tmp_path: Path) -
     assert config.email.tls_mode == "starttls" and config.email.port == 587
 
 
-def test_the_planned_marks_follow_the_roadmap() -> None:
-    assert {k.path: planned_for(k) for k in KEYS if planned_for(k)} == {
-        "Orchestration.Db_pool_size": keys_module.WORKERS_RELEASE,
-    }
-    assert [s.name for s in SECTIONS if s.planned] == []
-
-
-def test_every_key_that_is_not_planned_is_read_by_the_code() -> None:
-    """No setting is silently ignored: each key without a plan mark is read (as an attribute of its section's
-    config object) somewhere in etlcraft/ outside the loader."""
+def test_every_key_is_read_by_the_code() -> None:
+    """No setting is silently ignored: each key is read (as an attribute of its section's config object) somewhere
+    in etlcraft/ outside the loader."""
     read: set[str] = set()
     for path in (ROOT / "etlcraft").rglob("*.py"):
         if "config" not in path.relative_to(ROOT / "etlcraft").parts[:1]:
             read |= {n.attr for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                      if isinstance(n, ast.Attribute)}
-    unread = [k.path for k in KEYS if not planned_for(k) and k.field not in read]
-    assert unread == [], "read these keys, or mark them planned in etlcraft/config/keys.py"
+    unread = [k.path for k in KEYS if k.field not in read]
+    assert unread == [], "read these keys, or remove them from etlcraft/config/keys.py"
 
 
 # -------------------------------------------------------------------------------------------------- defaults
@@ -589,7 +586,6 @@ def test_every_orchestration_key_is_optional_with_a_default__but_the_time_zone_a
             assert (key.default is None) == (key.name in ("Timezone", "Project")), key.path
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_email_defaults(tmp_path: Path) -> None:
     config = load_config(write_project(tmp_path, email()))
     assert config.email == EmailConfig(
@@ -607,7 +603,6 @@ def test_email_defaults(tmp_path: Path) -> None:
 
 
 def test_every_orchestration_key_is_read(tmp_path: Path) -> None:
-    """Every key but the planned one (Db_pool_size), which keeps its default."""
     text = orchestration(
         "  Project: sales_eu\n"
         "  Timezone: America/New_York\n"
@@ -621,13 +616,13 @@ def test_every_orchestration_key_is_read(tmp_path: Path) -> None:
         "  Shutdown_grace_seconds: 0\n"
         "  Api_address: 0.0.0.0:9000\n"
         "  Full_check_day: wednesday\n"
+        "  Db_pool_size: 24\n"
     )
     settings = load_config(write_project(tmp_path, text)).orchestration
     assert dataclasses.astuple(settings) == ("sales_eu", "America/New_York", 16, 0, 3, 0, 1.5, 5, 2, 0, "0.0.0.0:9000",
-                                             "wednesday", 10)
+                                             "wednesday", 24)
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_every_email_key_is_read(tmp_path: Path) -> None:
     text = email(
         "  port: 465\n"
@@ -732,19 +727,13 @@ def test_every_default_passes_its_own_check() -> None:
 def test_every_section_key_and_rule_is_in_the_configuration_reference() -> None:
     page = _generator().configuration_page()
     for section in SECTIONS:
-        state = "planned: not supported yet" if section.planned else "required" if section.required else "optional"
+        state = "required" if section.required else "optional"
         assert f"\n## {section.name} ({state})\n" in page
-        if section.planned:
-            assert f"**Planned for etl-craft {section.planned}.**" in page
     for key in KEYS:
         rows = [line for line in page.splitlines() if line.startswith(f"| `{key.name}` | {key.type.value} |")]
         assert rows, f"{key.path} is not documented"
         assert any(key.meaning in row for row in rows), key.path
-        if key.planned:
-            assert any(f"| etl-craft {key.planned} |" in row for row in rows), key.path
-    planned_table = page.split("Planned, not supported yet")[1].split("## ")[0]
-    assert "`Db_pool_size`" in planned_table and "`Project`" not in planned_table
-    assert "`Project`" in page.split("## Orchestration")[1].split("Planned, not supported yet")[0]
+    assert "Planned" not in page and "not supported yet" not in page
     for rule in RULES:
         assert f"- {rule.meaning}\n" in page
     for topic in ("**Secrets**", ".env", "**Paths**", "project directory", "CONFIG_SHA256"):
@@ -764,7 +753,6 @@ def test_the_example_in_the_configuration_reference_loads(tmp_path: Path) -> Non
 # ------------------------------------------------------------------------------------------------ fingerprint
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_sha256_is_equal_for_explicit_defaults_and_equivalent_spellings(tmp_path: Path) -> None:
     absent = load_config(write_project(tmp_path / "a", BASE + EMAIL)).sha256
     explicit = load_config(
@@ -800,7 +788,6 @@ def test_sha256_is_equal_for_explicit_defaults_and_equivalent_spellings(tmp_path
         "username-and-secret", "secret-name", "recipient",
     ],
 )
-@pytest.mark.usefixtures("email_supported")
 def test_sha256_covers_the_new_sections(tmp_path: Path, change: str) -> None:
     reference = BASE + (EMAIL if "Orchestration" in change else "")
     changed = BASE + change if "Email" in change else reference + change
@@ -809,7 +796,6 @@ def test_sha256_covers_the_new_sections(tmp_path: Path, change: str) -> None:
     assert before != after
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_sha256_does_not_depend_on_the_email_secret_value_or_the_project_location(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -855,7 +841,6 @@ def test_b48_email_host_with_user_information_is_refused_without_showing_it(
     assert "hunter2" not in message
 
 
-@pytest.mark.usefixtures("email_supported")
 @pytest.mark.parametrize("section", ["Engine", "Warehouse", "Email"])
 @pytest.mark.parametrize("value", ["123456", "1.5", "[hunter2]", "{pw: hunter2}"], ids=["int", "float", "list", "map"])
 def test_b48_a_secret_that_is_not_text_is_refused_without_showing_it(tmp_path: Path, section: str, value: str) -> None:
@@ -869,7 +854,6 @@ def test_b48_a_secret_that_is_not_text_is_refused_without_showing_it(tmp_path: P
     assert "123456" not in message and "hunter2" not in message
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_b55_email_ca_file_resolves_against_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = write_project(tmp_path / "proj", email("  ca_file: certs/relay-ca.pem\n"))
     (tmp_path / "elsewhere").mkdir()
@@ -882,7 +866,6 @@ def test_b55_email_ca_file_resolves_against_the_project(tmp_path: Path, monkeypa
     assert from_elsewhere.ca_file.is_absolute()
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_b55_email_ca_file_keeps_an_absolute_path_and_a_symlinked_project(tmp_path: Path) -> None:
     absolute = tmp_path / "pki" / "ca.pem"
     real = write_project(tmp_path / "real", email(f"  ca_file: {absolute}\n"))
@@ -927,7 +910,6 @@ def test_b56_duplicate_key_in_email_or_orchestration_is_refused_with_both_lines(
     assert load_error(tmp_path) == message
 
 
-@pytest.mark.usefixtures("email_supported")
 @pytest.mark.parametrize("blank", ["", " ", "\t"], ids=["empty", "space", "tab"])
 def test_b58_blank_email_secret_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
     config = load_config(write_project(tmp_path, email(base=EMAIL_AUTH)))
@@ -938,7 +920,6 @@ def test_b58_blank_email_secret_is_refused(tmp_path: Path, monkeypatch: pytest.M
     assert str(info.value) == "variable ETL_CRAFT_SMTP_PASSWORD in the environment is empty; set it to the secret"
 
 
-@pytest.mark.usefixtures("email_supported")
 @pytest.mark.parametrize("line", ["ETL_CRAFT_SMTP_PASSWORD=", "ETL_CRAFT_SMTP_PASSWORD='  '"], ids=["empty", "quoted"])
 def test_b58_blank_email_secret_in_env_file_is_refused(tmp_path: Path, line: str) -> None:
     config = load_config(write_project(tmp_path, email(base=EMAIL_AUTH), env=line + "\n"))
@@ -950,7 +931,6 @@ def test_b58_blank_email_secret_in_env_file_is_refused(tmp_path: Path, line: str
     )
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_the_email_secret_is_read_on_demand_environment_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = load_config(write_project(tmp_path, email(base=EMAIL_AUTH), env="ETL_CRAFT_SMTP_PASSWORD=dot\n"))
     assert config.email is not None and config.email.secret == "ETL_CRAFT_SMTP_PASSWORD"
@@ -959,7 +939,6 @@ def test_the_email_secret_is_read_on_demand_environment_first(tmp_path: Path, mo
     assert config.secret_value(config.email) == "env"
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_a_missing_email_secret_variable_is_refused_naming_it(tmp_path: Path) -> None:
     config = load_config(write_project(tmp_path, email(base=EMAIL_AUTH)))
     assert config.email is not None
@@ -981,7 +960,6 @@ OTHER_ERRORS = [
 ]
 
 
-@pytest.mark.usefixtures("email_supported")
 @pytest.mark.parametrize("section", sorted(SECRET_BEARING))
 @pytest.mark.parametrize("where", ["environment", "env-file"])
 def test_a_secret_value_appears_in_no_repr_message_or_log(
@@ -1014,7 +992,6 @@ def test_a_secret_value_appears_in_no_repr_message_or_log(
     assert any("CONFIG_SHA256" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.usefixtures("email_supported")
 def test_project_config_keeps_the_env_file_out_of_its_repr(tmp_path: Path) -> None:
     config = load_config(write_project(tmp_path, email(base=EMAIL_AUTH), env=f"ETL_CRAFT_SMTP_PASSWORD={SENTINEL}\n"))
     assert isinstance(config, ProjectConfig)
@@ -1036,7 +1013,7 @@ def _documented_settings() -> list[tuple[str, str]]:
 
 def test_no_settings_example_in_the_docs_or_the_scaffold_sets_what_is_refused(tmp_path: Path) -> None:
     """A documented or scaffolded craft-connector.yml (a block that shows some sections is completed with the
-    scaffold's) loads: none shows a planned key as if it worked."""
+    scaffold's) loads."""
     examples = _documented_settings()
     scaffold = examples[0][1]
     assert len(examples) >= 3, examples
