@@ -44,8 +44,9 @@ def _published_text(doc: dict[str, Any]) -> str:
 @click.pass_obj
 def list_bundles(ctx: CliContext, output_format: str) -> None:
     """List the project's bundles, newest first (the first is the one new runs pin), with the runs that pinned each."""
-    project = ctx.config().orchestration.project
-    doc = bundles.list_json(project, bundles.list_bundles(ctx.existing_engine_db(), project))
+    db = ctx.existing_engine_db()
+    project = bundles.chosen_project(db)
+    doc = bundles.list_json(project, bundles.list_bundles(db, project))
     emit_document(output_format, doc, _table)
 
 

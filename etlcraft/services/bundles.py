@@ -15,6 +15,7 @@ from etlcraft.engine.bundles import build_manifest, open_store
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all
+from etlcraft.services.projects import resolve_project
 from etlcraft.services.values import as_time, plain
 
 
@@ -55,13 +56,19 @@ def publish(db: EngineDB, config: ProjectConfig, actor: Actor) -> Published:
     store = open_store(url)
     manifest = build_manifest(config.project_dir)
     uploaded = sum(store.put(digest, config.project_dir / relative) for relative, digest in manifest.files.items())
-    project = config.orchestration.project
+    project = chosen_project(db)
     with acting_as(actor):
         row = call(db, "record_bundle", project_code=project, manifest=manifest.text,
                    manifest_sha256=manifest.sha256, file_count=len(manifest.files), total_bytes=manifest.total_bytes,
                    store_url=url)[0]
     bundle = next(b for b in list_bundles(db, project) if b.bundle_id == int(row.bundle_id))
     return Published(project, bool(row.created), uploaded, bundle)
+
+
+def chosen_project(db: EngineDB) -> str:
+    """The project a bundle command acts on: --project-code, else Orchestration: Project, else the only one."""
+    with db.read() as conn:
+        return resolve_project(db, conn)
 
 
 def list_bundles(db: EngineDB, project: str) -> tuple[BundleView, ...]:

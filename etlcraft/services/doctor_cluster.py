@@ -14,6 +14,7 @@ from etlcraft.engine.catalog import table_exists
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_one
 from etlcraft.services.doctor import FAIL, OK, WARN, Check
+from etlcraft.services.projects import resolve_project
 
 #: The server's Engine DB pool when no project says (Orchestration.Db_pool_size's default).
 DEFAULT_POOL = 10
@@ -71,7 +72,7 @@ def worker_imports_check(db: EngineDB, config: ProjectConfig | None) -> Check:
     folder = config.project_dir
     try:
         with db.read() as conn:
-            row = fetch_one(db, conn, "latest_bundle", project_code=config.orchestration.project)
+            row = fetch_one(db, conn, "latest_bundle", project_code=resolve_project(db, conn))
         if row is not None:
             bundle_id = int(row["bundle_id"])
             done = materialize(bundle_id, Manifest.parse(row["manifest"], bundle_id), open_store(row["store_url"]),
