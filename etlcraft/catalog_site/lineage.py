@@ -54,7 +54,8 @@ def task_lineage(select: str, catalog: Catalog, schema: MappingSchema | None = N
     dialect = SQLGLOT_DIALECTS[catalog.dialect]
     try:
         tree = sqlglot.parse_one(select, read=dialect)
-        nodes = lineage(None, tree, schema=schema if schema is not None else catalog.schema(), dialect=dialect)
+        nodes = lineage(None, tree, schema=schema if schema is not None else catalog.schema(), dialect=dialect,
+                        allow_partial_qualification=True)
     except (SqlglotError, KeyError, ValueError) as exc:
         return TaskLineage(error=f"sqlglot could not trace the SELECT: {str(exc).splitlines()[0]}")
     assert isinstance(nodes, dict)

@@ -19,6 +19,8 @@ STATUS_COLOURS = {"SUCCESS": "#2e7d32", "FAILED": "#c62828", "IN-PROGRESS": "#15
                   "SKIPPED": "#757575", "CANCELLED": "#ef6c00"}
 NOT_RUN = "#b0bec5"
 _SWEEPS = 4
+#: A sparkline bar's height, as a share of the line's: full for a run that succeeded, half for any other.
+_BAR_HEIGHT = {"SUCCESS": 1.0}
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,9 @@ def sparkline_svg(statuses: Sequence[str], width: int = 120, height: int = 22) -
     step = width / len(statuses)
     bars = []
     for i, status in enumerate(statuses):
-        tall = height if status == "SUCCESS" else height // 2
+        tall = round(height * _BAR_HEIGHT.get(status, 0.5))
         bars.append(f'<rect x="{i * step:.1f}" y="{height - tall}" width="{max(step - 1, 1):.1f}" height="{tall}" '
                     f'fill="{STATUS_COLOURS.get(status, NOT_RUN)}"><title>{escape(status)}</title></rect>')
-    ok = sum(1 for s in statuses if s == "SUCCESS")
+    ok = list(statuses).count("SUCCESS")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" width="{width}" height="{height}" role="img" '
             f'aria-label="{ok} of {len(statuses)} recent runs succeeded">{"".join(bars)}</svg>')

@@ -49,16 +49,22 @@ def build(db: EngineDB, shape: Shape, project: str = "shop") -> None:
                        "target": f"main.{code}_t{j:02d}"} for pid, code in ids for j in range(shape.tasks)])
         conn.execute(sa.text(
             f"INSERT INTO {q('CFG_TASK_DEPENDENCY')} (TASK_ID, DEPENDS_ON_TASK_ID, DEPENDENCY_TYPE) "
-            f"SELECT t.TASK_ID, u.TASK_ID, 'SUCCESS' FROM {q('CFG_TASKS')} t JOIN {q('CFG_TASKS')} u "
-            "ON u.PIPELINE_ID = t.PIPELINE_ID AND u.TASK_ID = t.TASK_ID - 1"))
+            f"SELECT t.TASK_ID, u.TASK_ID, 'SUCCESS' FROM {q('CFG_TASKS')} t "
+            f"JOIN {q('CFG_PIPELINES')} p ON p.PIPELINE_ID = t.PIPELINE_ID AND p.PROJECT_ID = :project "
+            f"JOIN {q('CFG_TASKS')} u ON u.PIPELINE_ID = t.PIPELINE_ID AND u.TASK_ID = "
+            f"(SELECT MAX(x.TASK_ID) FROM {q('CFG_TASKS')} x WHERE x.PIPELINE_ID = t.PIPELINE_ID "
+            "AND x.TASK_CODE < t.TASK_CODE)"), {"project": project_id})
         conn.execute(sa.text(f"INSERT INTO {q('CFG_TASK_PARAMETERS')} (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE) "
-                             f"SELECT TASK_ID, 'API_TOKEN', 'tok-secret-value' FROM {q('CFG_TASKS')}"))
+                             f"SELECT t.TASK_ID, 'API_TOKEN', 'tok-secret-value' FROM {q('CFG_TASKS')} t "
+                             f"JOIN {q('CFG_PIPELINES')} p ON p.PIPELINE_ID = t.PIPELINE_ID "
+                             "WHERE p.PROJECT_ID = :project"), {"project": project_id})
     for n in range(shape.runs):
-        _round(db, n)
+        _round(db, n, int(project_id))
 
 
-def _round(db: EngineDB, n: int) -> None:
-    """Run number `n` of every pipeline: created, its task runs written, ended."""
+def _round(db: EngineDB, n: int, project_id: int, pipeline_code: str | None = None) -> None:
+    """Run number `n` of every pipeline of the project (or of `pipeline_code` only): created, its task runs
+    written, ended."""
     q = db.qualify
     kind = "BACKFILL" if n % BACKFILL_EVERY == BACKFILL_EVERY - 1 else "SCHEDULE"
     failed = n % FAIL_EVERY == FAIL_EVERY - 1
@@ -68,8 +74,8 @@ def _round(db: EngineDB, n: int) -> None:
             f"INSERT INTO {q('AUD_PIPELINES_RUN_LOG')} (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, "
             "QUEUED_AT, START_DATE, STARTED_BY, STARTED_BY_KIND) "
             f"SELECT PIPELINE_ID, :key, :kind, :date, 'IN-PROGRESS', :start, :start, 'scheduler', 'SCHEDULE' "
-            f"FROM {q('CFG_PIPELINES')}"),
-            {"key": f"schedule:{n:04d}", "kind": kind, "date": (START + timedelta(days=n)).date().isoformat(),
+            f"FROM {q('CFG_PIPELINES')} WHERE PROJECT_ID = :project AND PIPELINE_CODE = COALESCE(:code, PIPELINE_CODE)"),
+            {"project": project_id, "code": pipeline_code, "key": f"schedule:{n:04d}", "kind": kind, "date": (START + timedelta(days=n)).date().isoformat(),
              "start": _ts(db, started)})
         conn.execute(sa.text(
             f"INSERT INTO {q('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT, START_DATE, "
@@ -92,3 +98,12 @@ def _round(db: EngineDB, n: int) -> None:
                 "SELECT PIPELINE_RUN_ID, 'REOPEN', 'FAILED', 'IN-PROGRESS', 'late orders reloaded', 'ops@example', "
                 f"'HUMAN', :end FROM {q('AUD_PIPELINES_RUN_LOG')} WHERE RUN_KEY = :key"),
                 {"end": _ts(db, ended), "key": f"schedule:{n:04d}"})
+
+
+def next_round(db: EngineDB, n: int, pipeline_code: str, project: str = "shop") -> None:
+    """One more run (number `n`) of one pipeline only."""
+    q = db.qualify
+    with db.write() as conn:
+        project_id = conn.execute(sa.text(f"SELECT PROJECT_ID FROM {q('CFG_PROJECTS')} WHERE PROJECT_CODE = :c"),
+                                  {"c": project}).scalar_one()
+    _round(db, n, int(project_id), pipeline_code)
