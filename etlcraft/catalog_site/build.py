@@ -13,23 +13,27 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import sqlglot
 from sqlglot import exp
 from sqlglot.schema import MappingSchema
 
 from etlcraft import __version__
-from etlcraft.catalog_site.lineage import TaskLineage, task_lineage
+from etlcraft.catalog_site.lineage import ColumnLineage, ColumnSource, TaskLineage, task_lineage
 from etlcraft.catalog_site.model import SiteData
 from etlcraft.catalog_site.pages import Page, PageMaker
 from etlcraft.services.metadata import TaskView, dependency_levels
 from etlcraft.warehouse.catalog import Catalog
 
 MANIFEST = ".manifest.json"
+#: The lineage of the last build and what it was traced from: reused whole while no SQL text, target, dependency or
+#: warehouse table changed (tracing is most of a build's time).
+LINEAGE_CACHE = ".lineage.json"
 MANIFEST_VERSION = 1
 STYLESHEET = "static/catalog.css"
 
@@ -83,6 +87,37 @@ def resolve_lineage(data: SiteData, sql: Mapping[int, str | None], catalog: Cata
     return found
 
 
+def _lineage_key(data: SiteData, sql: Mapping[int, str | None], catalog: Catalog) -> str:
+    tasks = sorted((t.task_id, t.handler, t.target, sql.get(t.task_id)) for t in data.metadata.tasks)
+    edges = sorted((e.task_id, e.upstream_task_id) for e in data.metadata.task_edges)
+    basis = [__version__, sqlglot.__version__, catalog.dialect, catalog.database, sorted(catalog.tables.items()),
+             tasks, edges]
+    return hashlib.sha256(json.dumps(basis, default=str).encode()).hexdigest()
+
+
+def _cached_lineage(folder: Path, data: SiteData, sql: Mapping[int, str | None],
+                    catalog: Catalog) -> dict[int, TaskLineage]:
+    """resolve_lineage, or the last build's answer when it was traced from the same inputs (LINEAGE_CACHE)."""
+    key = _lineage_key(data, sql, catalog)
+    try:
+        cached = json.loads((folder / LINEAGE_CACHE).read_text(encoding="utf-8"))
+        if cached["key"] == key:
+            catalog.made.update({k: tuple(v) if v is not None else None for k, v in cached["made"].items()})
+            return {int(i): _lineage_from(v) for i, v in cached["lineage"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    found = resolve_lineage(data, sql, catalog)
+    document = {"key": key, "made": catalog.made, "lineage": {i: asdict(v) for i, v in found.items()}}
+    _write(folder, LINEAGE_CACHE, json.dumps(document).encode())
+    return found
+
+
+def _lineage_from(value: dict[str, Any]) -> TaskLineage:
+    columns = tuple(ColumnLineage(c["column"], tuple(ColumnSource(s["table"], s["column"]) for s in c["sources"]),
+                                  tuple(c["unresolved"])) for c in value["columns"])
+    return TaskLineage(columns, value["error"])
+
+
 def _add_made(catalog: Catalog, schema: MappingSchema, task: TaskView, lineage: TaskLineage) -> None:
     key = catalog.key((task.target or "").split("."))
     columns = lineage.columns
@@ -98,7 +133,7 @@ def build_site(data: SiteData, folder: Path, sql: Mapping[int, str | None], cata
                title: str = "etl-craft catalog") -> BuildResult:
     """Write the site into `folder` (created when missing); see the module's docstring."""
     folder.mkdir(parents=True, exist_ok=True)
-    lineage = resolve_lineage(data, sql, catalog)
+    lineage = _cached_lineage(folder, data, sql, catalog)
     files = _package_files()
     salt = hashlib.sha256(__version__.encode() + b"".join(k.encode() + v for k, v in files.items())).hexdigest()
     old = _read_manifest(folder)

@@ -55,7 +55,7 @@ def task_lineage(select: str, catalog: Catalog, schema: MappingSchema | None = N
     try:
         tree = sqlglot.parse_one(select, read=dialect)
         nodes = lineage(None, tree, schema=schema if schema is not None else catalog.schema(), dialect=dialect,
-                        allow_partial_qualification=True)
+                        allow_partial_qualification=True, trim_selects=False)
     except (SqlglotError, KeyError, ValueError) as exc:
         return TaskLineage(error=f"sqlglot could not trace the SELECT: {str(exc).splitlines()[0]}")
     assert isinstance(nodes, dict)
