@@ -123,10 +123,10 @@ def _add_made(catalog: Catalog, schema: MappingSchema, task: TaskView, lineage: 
     columns = lineage.columns
     if not task.target or key in catalog.tables or not columns or any(c.column == "*" for c in columns):
         return
-    catalog.made[key] = tuple(c.column for c in columns)
+    names = tuple(c.column for c in columns)
+    catalog.made[key] = names
     fold = catalog.dialect == "duckdb"  # as Catalog.schema: DuckDB matches names case-blind
-    schema.add_table(exp.to_table(key), {(c.lower() if fold else c): "text" for c in catalog.made[key]},
-                     normalize=False)
+    schema.add_table(exp.to_table(key), {(c.lower() if fold else c): "text" for c in names}, normalize=False)
 
 
 def build_site(data: SiteData, folder: Path, sql: Mapping[int, str | None], catalog: Catalog,

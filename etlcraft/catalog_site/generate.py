@@ -67,9 +67,10 @@ def _warehouse_catalog(config: ProjectConfig | None, offline: bool) -> tuple[Cat
         warehouse = open_warehouse(config, checks=True)
     except EtlCraftError as exc:
         return empty, f"the warehouse schema was not read: {exc}; lineage shows unread tables as unresolved"
+    failures: tuple[type[BaseException], ...] = (EtlCraftError, *driver_errors())
     try:
         return _read(warehouse), None
-    except (EtlCraftError, *driver_errors()) as exc:
+    except failures as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return empty, (f"the warehouse schema was not read ({reason}); lineage shows unread tables as unresolved; "
                        "check the Warehouse section of craft-connector.yml, or pass --offline")

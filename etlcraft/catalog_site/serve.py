@@ -101,10 +101,10 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "etl-craft-catalog"
     options: ServeOptions
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self._answer(head=False)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._answer(head=True)
 
     def _answer(self, head: bool) -> None:
@@ -157,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not head:
             self.wfile.write(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's name)
+    def log_message(self, format: str, *args: object) -> None:
         if not self.options.quiet:
             visitor = client_address(self.client_address[0], self.headers.get("X-Forwarded-For"),
                                      self.options.trusted_proxies)

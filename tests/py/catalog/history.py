@@ -74,8 +74,10 @@ def _round(db: EngineDB, n: int, project_id: int, pipeline_code: str | None = No
             f"INSERT INTO {q('AUD_PIPELINES_RUN_LOG')} (PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, "
             "QUEUED_AT, START_DATE, STARTED_BY, STARTED_BY_KIND) "
             f"SELECT PIPELINE_ID, :key, :kind, :date, 'IN-PROGRESS', :start, :start, 'scheduler', 'SCHEDULE' "
-            f"FROM {q('CFG_PIPELINES')} WHERE PROJECT_ID = :project AND PIPELINE_CODE = COALESCE(:code, PIPELINE_CODE)"),
-            {"project": project_id, "code": pipeline_code, "key": f"schedule:{n:04d}", "kind": kind, "date": (START + timedelta(days=n)).date().isoformat(),
+            f"FROM {q('CFG_PIPELINES')} WHERE PROJECT_ID = :project "
+            "AND PIPELINE_CODE = COALESCE(:code, PIPELINE_CODE)"),
+            {"project": project_id, "code": pipeline_code, "key": f"schedule:{n:04d}", "kind": kind,
+             "date": (START + timedelta(days=n)).date().isoformat(),
              "start": _ts(db, started)})
         conn.execute(sa.text(
             f"INSERT INTO {q('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT, START_DATE, "

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from etlcraft.catalog_site.build import MANIFEST, build_site
+from etlcraft.catalog_site.build import MANIFEST, BuildResult, build_site
 from etlcraft.catalog_site.model import read_site_data
 from etlcraft.engine.db import EngineDB
+from etlcraft.services.metadata import TaskView
 from etlcraft.warehouse.catalog import Catalog
 from tests.py.catalog.history import Shape, build, next_round
 from tests.py.support.cli import etl_craft
@@ -19,13 +20,16 @@ from tests.py.support.cli import etl_craft
 WAREHOUSE = {"main.orders": ("id", "amount")}
 
 
-def _sql(data_tasks: list) -> dict[int, str]:  # type: ignore[type-arg]
-    return {t.task_id: ("SELECT id, amount FROM orders" if t.code == "t00"
-                        else f"SELECT id, amount * 2 AS amount, bogus FROM {t.pipeline_code}_t{int(t.code[1:]) - 1:02d}")
-            for t in data_tasks}
+def _sql(data_tasks: list[TaskView]) -> dict[int, str]:
+    """t00 reads the warehouse; each later task reads the table the task before it makes, and a column it lacks."""
+    def select(t: TaskView) -> str:
+        if t.code == "t00":
+            return "SELECT id, amount FROM orders"
+        return f"SELECT id, amount * 2 AS amount, bogus FROM {t.pipeline_code}_t{int(t.code[1:]) - 1:02d}"
+    return {t.task_id: select(t) for t in data_tasks}
 
 
-def _build(db: EngineDB, folder: Path):  # type: ignore[no-untyped-def]
+def _build(db: EngineDB, folder: Path) -> BuildResult:
     data = read_site_data(db, 50)
     return build_site(data, folder, _sql(list(data.metadata.tasks)), Catalog("duckdb", None, dict(WAREHOUSE)))
 
