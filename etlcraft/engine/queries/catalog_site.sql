@@ -26,7 +26,9 @@ SELECT PIPELINE_RUN_ID, PIPELINE_ID, RUN_KEY, TRIGGER_KIND, RUN_DATE, STATUS, QU
  ORDER BY PIPELINE_ID, PIPELINE_RUN_ID DESC;
 
 -- name: catalog_recent_task_runs_postgresql :many
--- The task runs of the shown runs: the last :limit runs of each active pipeline.
+-- The task runs of the shown runs (the last :limit runs of each active pipeline), each run's read through
+-- ux_task_run_per_run. OFFSET 0 keeps each LATERAL a lookup per run: without it the planner may flatten it into a
+-- hash join that scans every task run once per pipeline when the statistics are stale (a table just loaded).
 SELECT tr.TASK_RUN_ID, tr.PIPELINE_RUN_ID, tr.TASK_ID, tr.STATUS, tr.ATTEMPT_COUNT, tr.START_DATE, tr.END_DATE,
        tr.ROWS_WRITTEN, tr.ERROR_MESSAGE
   FROM {CFG_PIPELINES} p
@@ -35,7 +37,8 @@ SELECT tr.TASK_RUN_ID, tr.PIPELINE_RUN_ID, tr.TASK_ID, tr.STATUS, tr.ATTEMPT_COU
         WHERE x.PIPELINE_ID = p.PIPELINE_ID
         ORDER BY x.PIPELINE_RUN_ID DESC
         LIMIT :limit) r
-  JOIN {AUD_TASK_RUN_LOG} tr ON tr.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID
+ CROSS JOIN LATERAL (
+       SELECT * FROM {AUD_TASK_RUN_LOG} y WHERE y.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID OFFSET 0) tr
  WHERE p.ACTIVE_FLAG = 'Y'
  ORDER BY tr.TASK_ID, tr.PIPELINE_RUN_ID DESC;
 
@@ -51,7 +54,7 @@ SELECT tr.TASK_RUN_ID, tr.PIPELINE_RUN_ID, tr.TASK_ID, tr.STATUS, tr.ATTEMPT_COU
  ORDER BY tr.TASK_ID, tr.PIPELINE_RUN_ID DESC;
 
 -- name: catalog_recent_interventions_postgresql :many
--- The interventions on the shown runs, with the task they concern (if one).
+-- The interventions on the shown runs (through ix_interventions_run), with the task they concern (if one).
 SELECT i.INTERVENTION_ID, i.PIPELINE_RUN_ID, r.PIPELINE_ID, tr.TASK_ID, i.INTERVENTION, i.FROM_STATUS, i.TO_STATUS,
        i.REASON, i.REQUESTED_BY, i.REQUESTED_AT
   FROM {CFG_PIPELINES} p
@@ -60,7 +63,8 @@ SELECT i.INTERVENTION_ID, i.PIPELINE_RUN_ID, r.PIPELINE_ID, tr.TASK_ID, i.INTERV
         WHERE x.PIPELINE_ID = p.PIPELINE_ID
         ORDER BY x.PIPELINE_RUN_ID DESC
         LIMIT :limit) r
-  JOIN {AUD_RUN_INTERVENTIONS} i ON i.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID
+ CROSS JOIN LATERAL (
+       SELECT * FROM {AUD_RUN_INTERVENTIONS} y WHERE y.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID OFFSET 0) i
   LEFT JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = i.TASK_RUN_ID
  WHERE p.ACTIVE_FLAG = 'Y'
  ORDER BY r.PIPELINE_ID, i.INTERVENTION_ID DESC;
