@@ -1,4 +1,4 @@
--- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009, 0021) name, less the one 0011 drops,
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009, 0022) name, less the one 0011 drops,
 -- exists on its table with its columns, uniqueness and partial predicate, and that the unique ones refuse what they
 -- must (a second live attempt of a task run, a second run with the same (PIPELINE_ID, RUN_KEY), a second open pause,
 -- a second open gate wait, a second open flag of a rule and key, duplicate active codes, ...) while allowing what
