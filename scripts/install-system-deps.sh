@@ -3,7 +3,8 @@
 #   venv   python3-venv, for `python3 -m venv` (the Makefile makes its own .venv from the system python3)
 #   pgtap  the pgtap extension for the running PostgreSQL server and pg_prove, for the pgTAP suites
 #   bench  wrk, the HTTP load generator bench/api.py drives
-# With no argument, all three. Needs root (CI runs as root); prints what to do otherwise.
+#   browser  chromium, the headless browser the catalog's screenshot test drives (tests/py/catalog)
+# With no argument, all four. Needs root (CI runs as root); prints what to do otherwise.
 set -euo pipefail
 
 python=${SYSTEM_PYTHON:-python3}
@@ -14,7 +15,7 @@ wants=("$@")
 asked() { [ ${#wants[@]} -eq 0 ] || printf '%s\n' "${wants[@]}" | grep -qx "$1"; }
 
 for what in "${wants[@]}"; do
-  case $what in venv | pgtap | bench) ;; *) echo "usage: $0 [venv] [pgtap] [bench]" >&2; exit 2 ;; esac
+  case $what in venv | pgtap | bench | browser) ;; *) echo "usage: $0 [venv] [pgtap] [bench] [browser]" >&2; exit 2 ;; esac
 done
 
 if asked venv; then
@@ -40,6 +41,10 @@ fi
 
 if asked bench && ! command -v wrk >/dev/null 2>&1; then
   packages="$packages wrk"
+fi
+
+if asked browser && ! command -v chromium >/dev/null 2>&1; then
+  packages="$packages chromium"
 fi
 
 packages=${packages# }

@@ -46,6 +46,7 @@ READS: dict[str, tuple[str, ...]] = {
     "audit": ("audit",),
     "doctor": ("doctor",),
     "explain": ("explain", "--pipeline-code", "flow", "--task-code", "report", "--run-id", "1"),
+    "generate-docs": ("generate-docs", "--out", "site"),
     "generate-yml": ("generate-yml", "--output-dir", "generated-yml"),
     "history": ("history", "--pipeline-code", "flow"),
     "list": ("list",),
@@ -68,7 +69,8 @@ STATE_CHANGING = ("run --init-only", "run --task-code", "run --skip", "run --fin
                   "run --rerun --init-only", "token create", "token list", "token revoke")
 SERVED = ("api",)  # the HTTP API's error document, checked by tests/py/api
 HERMETIC = ("test",)  # the test report, checked by tests/py/testing
-LOGS_ONLY = {"worker"}  # prints log lines while it serves a pool, no document (workers list reads what it records)
+LOGS_ONLY = {"worker",  # prints log lines while it serves a pool, no document (workers list reads what it records)
+             "publish-docs"}  # serves the catalog site until stopped; prints its address and request log lines
 BUNDLES = ("bundle publish", "bundle list")  # need an artifact store: checked by tests/py/process/test_bundles.py
 FORMS = {*READS, *SETUP, *NEW_PROJECT, *STATE_CHANGING, *POSTGRES_ONLY, *SERVED, *HERMETIC, *BUNDLES}
 

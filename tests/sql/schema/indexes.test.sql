@@ -1,11 +1,11 @@
--- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009) name, less the one 0011 drops,
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009, 0022) name, less the one 0011 drops,
 -- exists on its table with its columns, uniqueness and partial predicate, and that the unique ones refuse what they
 -- must (a second live attempt of a task run, a second run with the same (PIPELINE_ID, RUN_KEY), a second open pause,
 -- a second open gate wait, a second open flag of a rule and key, duplicate active codes, ...) while allowing what
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(221);
+SELECT plan(224);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -31,6 +31,7 @@ INSERT INTO expected_indexes VALUES
   ('aud_pipelines_run_log', 'ix_runs_active', ARRAY['pipeline_id'], false,
    '((status)::text = ANY ((ARRAY[''QUEUED''::character varying, ''IN-PROGRESS''::character varying])::text[]))'),
   ('aud_pipelines_run_log', 'ix_runs_lease', ARRAY['status', 'lease_expires_at'], false, NULL),
+  ('aud_pipelines_run_log', 'ix_runs_recent', ARRAY['pipeline_id', 'pipeline_run_id'], false, NULL),
   ('aud_task_run_log', 'ux_task_run_per_run', ARRAY['pipeline_run_id', 'task_id'], true, NULL),
   ('aud_task_run_log', 'ix_task_runs_task', ARRAY['task_id', 'task_run_id'], false, NULL),
   ('aud_task_attempts', 'ux_attempt_number', ARRAY['task_run_id', 'attempt_number'], true, NULL),
@@ -84,9 +85,9 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 46 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 47 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
--- 36: each index on its table, with its columns in order.
+-- 37: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
   format('%s has index %s on (%s)', upper(tbl), idx, array_to_string(cols, ', ')))
   FROM expected_indexes ORDER BY tbl, idx;
@@ -95,13 +96,13 @@ SELECT has_index('etl_craft', tbl, idx, cols::name[],
 SELECT index_is_unique('etl_craft', tbl, idx, format('%s is a unique index', idx))
   FROM expected_indexes WHERE is_unique ORDER BY tbl, idx;
 
--- 33: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
+-- 34: every lookup on plain columns is served by an index on exactly those columns, in that order (the reconciler
 -- reads ix_attempts_live_owner and ix_runs_lease, the claim reads ix_attempts_queue).
 SELECT is_indexed('etl_craft', tbl, cols::name[],
   format('%s is indexed on (%s)', upper(tbl), upper(array_to_string(cols, ', '))))
   FROM expected_indexes WHERE NOT array_to_string(cols, ',') LIKE '%(%' ORDER BY tbl, idx;
 
--- 36: the partial ones have their WHERE clause, the others have none.
+-- 37: the partial ones have their WHERE clause, the others have none.
 SELECT is(
   (SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index x WHERE x.indexrelid = format('etl_craft.%I', idx)::regclass),
   pred,
