@@ -174,13 +174,15 @@ CREATE FUNCTION etl_craft.ready_successors(
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = etl_craft, pg_catalog, pg_temp
-SET jit = off AS $fn$
+SET jit = off
+SET enable_seqscan = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft.clock_now();
   v_rows bigint;
   v_failure text;
   v_pipeline_id bigint;
+  v_successors bigint[];
 BEGIN
   SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
     WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
@@ -192,6 +194,11 @@ BEGIN
     FROM etl_craft.AUD_PIPELINES_RUN_LOG r
    WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS = 'IN-PROGRESS' AND r.CANCEL_REQUESTED_AT IS NULL
      AND NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINE_PAUSES z WHERE z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL);
+  -- The successors, by ix_task_dependency_upstream, held as a set of ids so that the ready set below starts from
+  -- them (by the tasks' keys) whatever the planner believes of tables it has no statistics for.
+  SELECT array_agg(s.TASK_ID) INTO v_successors
+    FROM etl_craft.CFG_TASK_DEPENDENCY s
+   WHERE s.DEPENDS_ON_TASK_ID = p_task_id AND s.ACTIVE_FLAG = 'Y';
   RETURN QUERY
   SELECT q.task_id::bigint, q.task_code::text, q.decision::text, q.reason::text
     FROM (
@@ -224,12 +231,16 @@ BEGIN
                          || CASE WHEN d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS'
                                  THEN ' having written ' || COALESCE(CAST(ur.ROWS_WRITTEN AS TEXT), 'no') || ' rows' ELSE '' END
                          || '; its ' || d.DEPENDENCY_TYPE || ' dependency can never be met' AS WHY
-                  FROM etl_craft.CFG_TASKS dn
-                  JOIN etl_craft.CFG_TASK_DEPENDENCY d ON d.TASK_ID = dn.TASK_ID AND d.ACTIVE_FLAG = 'Y'
-                  JOIN etl_craft.CFG_TASKS u
-                    ON u.TASK_ID = d.DEPENDS_ON_TASK_ID AND u.PIPELINE_ID = dn.PIPELINE_ID AND u.ACTIVE_FLAG = 'Y'
-                  LEFT JOIN etl_craft.AUD_TASK_RUN_LOG ur ON ur.PIPELINE_RUN_ID = p_run_id AND ur.TASK_ID = u.TASK_ID
-                 WHERE dn.PIPELINE_ID = v_pipeline_id AND dn.TASK_ID IN (SELECT s.TASK_ID FROM etl_craft.CFG_TASK_DEPENDENCY s WHERE s.DEPENDS_ON_TASK_ID = p_task_id AND s.ACTIVE_FLAG = 'Y') AND dn.ACTIVE_FLAG = 'Y'
+                  -- Probes (ready_successors): from the few edges `where` picks, each task and task run fetched by its key.
+                  FROM etl_craft.CFG_TASK_DEPENDENCY d
+                  JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
+                     WHERE x.TASK_ID = d.TASK_ID OFFSET 0) dn ON true
+                  JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
+                     WHERE x.TASK_ID = d.DEPENDS_ON_TASK_ID OFFSET 0) u
+                    ON u.PIPELINE_ID = dn.PIPELINE_ID AND u.ACTIVE_FLAG = 'Y'
+                  LEFT JOIN LATERAL (SELECT x.TASK_RUN_ID, x.STATUS, x.ROWS_WRITTEN FROM etl_craft.AUD_TASK_RUN_LOG x
+                     WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.TASK_ID OFFSET 0) ur ON true
+                 WHERE dn.TASK_ID = ANY (v_successors) AND dn.PIPELINE_ID + 0 = v_pipeline_id AND d.TASK_ID = ANY (v_successors) AND d.ACTIVE_FLAG = 'Y' AND dn.ACTIVE_FLAG = 'Y'
               ) e
           ) w
          GROUP BY w.TASK_ID
@@ -251,9 +262,10 @@ BEGIN
                       WHEN t.RUN_CONDITION <> 'ANY' AND g.UNMET > 0 THEN 'SKIP'
                  END AS DECISION
             FROM etl_craft.CFG_TASKS t
-            LEFT JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.PIPELINE_RUN_ID = p_run_id AND tr.TASK_ID = t.TASK_ID
+            LEFT JOIN LATERAL (SELECT x.TASK_RUN_ID, x.STATUS, x.ROWS_WRITTEN FROM etl_craft.AUD_TASK_RUN_LOG x
+               WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = t.TASK_ID OFFSET 0) tr ON true
             LEFT JOIN judged g ON g.TASK_ID = t.TASK_ID
-           WHERE t.PIPELINE_ID = v_pipeline_id AND t.TASK_ID IN (SELECT s.TASK_ID FROM etl_craft.CFG_TASK_DEPENDENCY s WHERE s.DEPENDS_ON_TASK_ID = p_task_id AND s.ACTIVE_FLAG = 'Y') AND t.ACTIVE_FLAG = 'Y'
+           WHERE t.TASK_ID = ANY (v_successors) AND t.PIPELINE_ID + 0 = v_pipeline_id AND t.ACTIVE_FLAG = 'Y'
              -- Candidates: no task run yet, or one the engine skipped. An operator's skip (SKIP, or MARK to SKIPPED)
              -- stands.
              AND (tr.TASK_RUN_ID IS NULL
