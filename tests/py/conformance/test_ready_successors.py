@@ -10,13 +10,13 @@ import pytest
 import sqlalchemy as sa
 
 from etlcraft.core.errors import NotFoundError
+from etlcraft.core.states import state_machine
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, call_in
 from tests.py.conformance.test_ready import EDGE_CASES
 from tests.py.support import ready as rd
 from tests.py.support import rows
 from tests.py.support.scenario import Project
-from etlcraft.core.states import state_machine
 
 
 @pytest.fixture
