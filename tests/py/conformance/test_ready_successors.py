@@ -183,7 +183,7 @@ def test_ready_successors__a_chain_link__reads_as_much_at_1000_tasks_as_at_10(pr
     """The link in the middle of a 10-task and of a 1,000-task chain: ready_successors reads about as much for
     both (the successor's edge, its upstream, their task runs), where ready_tasks reads every edge of the chain."""
     measure = _rows_read(project.db)
-    work = {}
+    work: dict[int | str, int] = {}
     for length in (10, 1000):
         run = _chain(project, length)
         ended = project.tasks[f"c{length}_{length // 2 - 1:05d}"]
