@@ -161,8 +161,11 @@ def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: i
             return statistics.median(seconds)
 
         t1 = timed("one1", 1, max(3, repeat))
-        figures = [Figure(dialect, shape, t1, timed(f"{shape}{n}", n, repeat), n)
-                   for n in sizes for shape in ("chain", "fanout")]
+        figures = []
+        for n in sizes:
+            for shape in ("chain", "fanout"):
+                figures.append(Figure(dialect, shape, t1, timed(f"{shape}{n}", n, repeat), n))
+                print(f"measured {dialect} {shape} {n}: {figures[-1].per_task:.4f} s per task", flush=True)
         floors = []
         if database and with_floor:
             dsn = make_url(engine_url or "").set(drivername="postgresql").render_as_string(hide_password=False)
@@ -171,6 +174,7 @@ def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: i
                     f1 = statistics.median(floor.supervise(dsn, shape, 1, slots) for _ in range(max(3, repeat)))
                     fn = statistics.median(floor.supervise(dsn, shape, n, slots) for _ in range(repeat))
                     floors.append(Figure("floor", shape, f1, fn, n))
+                    print(f"measured floor {shape} {n}: {floors[-1].per_task:.4f} s per task", flush=True)
         engine.dispose()
         return figures, floors
     finally:
