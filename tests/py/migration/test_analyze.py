@@ -1,5 +1,5 @@
 """etl-craft migrate and init-db analyze the tables they changed that hold rows, and the hot tables carry their own
-autovacuum settings (migration 0022; issue 27): good plans do not wait for the server's autovacuum."""
+autovacuum settings (migration 0023; issue 27): good plans do not wait for the server's autovacuum."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_migrate__a_project_migration__analyzes_the_cfg_tables_it_wrote_and_no_e
 
 
 @pytest.mark.postgres
-def test_migration_0022__hot_tables__carry_their_own_autovacuum_settings(pg_url: str) -> None:
+def test_migration_0023__hot_tables__carry_their_own_autovacuum_settings(pg_url: str) -> None:
     db = EngineDB(pg_url)
     with db.read() as conn:
         options: dict[str, str] = dict(conn.execute(sa.text(

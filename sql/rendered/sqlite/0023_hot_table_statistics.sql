@@ -1,4 +1,4 @@
--- 0022_hot_table_statistics: good plans without waiting for the server's autovacuum defaults (issue 27). The
+-- 0023_hot_table_statistics: good plans without waiting for the server's autovacuum defaults (issue 27). The
 -- tables every attempt writes (attempts, task runs, runs, workers) grow and churn faster than the defaults notice
 -- (a vacuum after a fifth of the table changed): dead entries pile up in the partial queue index and the planner's
 -- statistics describe a table a fraction of its size. On PostgreSQL each carries its own autovacuum settings, so
