@@ -45,6 +45,8 @@ _VERSIONED = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql\.j2$")
 _REPEATABLE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql\.j2$")
 _PROJECT_FILE = re.compile(r"^(\d{4})_([A-Za-z0-9_]+)\.sql$")
 _CREATE_VIEW = re.compile(r"^CREATE (?:OR REPLACE )?VIEW (?:\w+\.)?(\w+)", re.MULTILINE)
+_CHANGED_TABLE = re.compile(
+    r"\b(?:CREATE TABLE|ALTER TABLE|INSERT INTO|CREATE (?:UNIQUE )?INDEX \w+ ON)\s+(?:\w+\.)?(\w+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ def migrate(
                 if (PROJECT, migration.version) not in project_ledger:
                     report.project.append((migration, _apply_project_migration(db, conn, migration)))
             _record(db, conn, project_ledger, [m for m, _ in report.project], scope)
+        _analyze(db, conn, _changed_tables(report))
         if report.changed_anything:
             record_action(db, conn, command, {
                 "project": str(project_dir) if project_dir else None,
@@ -201,6 +204,27 @@ def migrate(
             })
         report.engine_version = max((m.version for m in engine), default=None)
     return report
+
+
+def _changed_tables(report: MigrateReport) -> set[str]:
+    """The tables this call created or changed, upper case: those an applied engine migration creates, alters,
+    indexes or fills, and the CFG_ tables an applied project migration wrote (AUD_METADATA_CHANGES)."""
+    tables = {name.upper() for m in report.applied for name in _CHANGED_TABLE.findall(m.sql)}
+    return tables | {table.upper() for _, changes in report.project for table, _ in changes}
+
+
+def _analyze(db: EngineDB, conn: sa.Connection, tables: set[str]) -> None:
+    """ANALYZE the tables this call changed, in its transaction: the planner then knows the metadata's real size
+    and spread (a 1,000-task pipeline's edges) on a server whose autovacuum is off or has not come round yet, and
+    the readiness and claim plans do not wait for it (issue 27). Tables a migration dropped are passed over, and so
+    are empty ones: their statistics would say nothing of the rows to come, and on PostgreSQL an analyzed empty
+    table loses the planner's floor of ten pages for a table never analyzed, so a plan made while the table is
+    small reads it whole (tests/py/conformance/test_claim_at_scale.py saw the runs table scanned for each claim)."""
+    live = {t.name.upper() for t in owned_tables(db, conn)}
+    for table in sorted(tables & live):
+        name = db.qualify(table)
+        if conn.execute(sa.text(f"SELECT 1 FROM {name} LIMIT 1")).first() is not None:
+            conn.execute(sa.text(f"ANALYZE {name}"))
 
 
 def _lock(db: EngineDB, conn: sa.Connection) -> None:

@@ -23,6 +23,23 @@
 -- @readonly yes
 -- @end ready_tasks
 
+-- @function ready_successors
+-- @args run_id bigint, task_id bigint
+-- @returns task_id bigint, task_code text, decision text, reason text
+-- @purpose What ready_tasks(run_id) decides for the successors of task task_id (the active tasks of the run's
+--   pipeline with an active CFG_TASK_DEPENDENCY edge on it), and nothing else: the same rows, decisions and reasons,
+--   by the same rules, ordered by task code. Called when an attempt of task_id ended, it judges only the edges of
+--   those successors (all their upstreams, read through ix_task_dependency_upstream and the task keys), so its work
+--   does not grow with the pipeline: a link of a 1,000-task chain costs what a link of a 10-task one does. A task with
+--   no successor in the run's pipeline returns nothing; so does a run that ready_tasks would return nothing for (not
+--   IN-PROGRESS, being cancelled, or paused). Tasks that were ready before task_id ended are ready_tasks' to find (the
+--   first call of a run, and etl-craft explain). Reads only; writes nothing.
+-- @transition none (reads only)
+-- @locks none
+-- @errors EC021 no such run
+-- @readonly yes
+-- @end ready_successors
+
 -- @function task_dependencies
 -- @args run_id bigint, task_id bigint
 -- @returns upstream_task_code text, dependency_type text, upstream_status text, upstream_rows_written bigint, state text, reason text

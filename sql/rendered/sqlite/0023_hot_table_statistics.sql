@@ -1,0 +1,9 @@
+-- 0023_hot_table_statistics: good plans without waiting for the server's autovacuum defaults (issue 27). The
+-- tables every attempt writes (attempts, task runs, runs, workers) grow and churn faster than the defaults notice
+-- (a vacuum after a fifth of the table changed): dead entries pile up in the partial queue index and the planner's
+-- statistics describe a table a fraction of its size. On PostgreSQL each carries its own autovacuum settings, so
+-- a few thousand changes, not a fifth of the table, bring a vacuum and a fresh ANALYZE (etl-craft migrate and
+-- init-db analyze the tables they change themselves; etlcraft/engine/migrations.py). Readiness after an attempt
+-- ends reads the finished task's downstream edges by ix_task_dependency_upstream (migration 0001), which is kept.
+-- SQLite has no autovacuum of statistics: etl-craft migrate and init-db run ANALYZE on the CFG_ tables a project
+-- migration wrote (etlcraft/engine/migrations.py); this migration changes nothing here.
