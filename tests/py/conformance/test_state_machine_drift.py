@@ -33,6 +33,7 @@ ENUM_COLUMNS = {
     ("AUD_PIPELINES_RUN_LOG", "STARTED_BY_KIND"): "ActorKind",
     ("AUD_OVERSEERS", "STARTED_BY_KIND"): "ActorKind",
     ("AUD_WORKERS", "STARTED_BY_KIND"): "ActorKind",
+    ("AUD_PROJECT_BUNDLES", "CREATED_BY_KIND"): "ActorKind",
     ("CFG_POOLS", "PROVIDER"): "PoolProvider",
     ("AUD_PIPELINES_RUN_LOG", "ENDED_BY_KIND"): "ActorKind",
     ("AUD_TASK_ATTEMPTS", "REQUESTED_BY_KIND"): "ActorKind",

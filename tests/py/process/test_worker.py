@@ -224,7 +224,7 @@ def test_worker__engine_db_with_other_migrations__refused(request: pytest.Fixtur
     root = write_project(tmp_path / "p", pg.url_for(name), FLOW, [])
     done = etl_craft("worker", "--pool", POOL, "--name", "old", cwd=root, timeout=30)
     assert done.code == 5, done.err
-    assert "has ENGINE migrations up to 0018 (missing 0019)" in done.err
+    assert "has ENGINE migrations up to 0018 (missing 0019" in done.err
     assert "run etl-craft migrate" in done.err
 
 
