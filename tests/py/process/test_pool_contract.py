@@ -440,6 +440,9 @@ def test_draining_finishes_attempts_and_takes_no_new_ones(provider: str, iterati
         if provider == "queue":
             wait_for(lambda: bool(setup.rows("SELECT 1 FROM {S}AUD_WORKERS WHERE WORKER_NAME = 'w1' "
                                              "AND STATUS = 'DRAINING'")), timeout=15, what="w1 to drain")
+        else:  # a task that ends before the server has taken the signal in is followed by its successor
+            wait_for(lambda: "stopping: no run is started" in setup.log("server"), timeout=15,
+                     what="the server to stop dispatching")
         release(setup.root, "a")
         assert owner.wait(timeout=60) == 0
         attempts = setup.attempts(run_id)
