@@ -348,6 +348,13 @@ BEGIN
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
   END IF;
+  -- The run's live attempts are locked before any of its task runs, in attempt order: start_attempt and
+  -- finish_attempt lock an attempt and then its task run, so taking task runs first deadlocked with a task process
+  -- starting or ending while the run was cancelled.
+  PERFORM 1 FROM etl_craft.AUD_TASK_ATTEMPTS a
+    WHERE a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
+      AND a.TASK_RUN_ID IN (SELECT TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id)
+    ORDER BY a.ATTEMPT_ID FOR UPDATE OF a;
   UPDATE etl_craft.AUD_TASK_RUN_LOG SET STATUS = 'CANCELLED', END_DATE = v_now, ERROR_MESSAGE = NULL, MESSAGE = p_reason
    WHERE TASK_RUN_ID IN (SELECT a.TASK_RUN_ID FROM etl_craft.AUD_TASK_ATTEMPTS a JOIN etl_craft.AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = a.TASK_RUN_ID
                           WHERE t.PIPELINE_RUN_ID = p_run_id AND a.STATUS = 'QUEUED');
