@@ -22,6 +22,8 @@ CODE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,127}$"
 ADDRESS_PATTERN = r"^[^@\s<>,;:\"()\[\]\\]+@[^@\s<>,;:\"()\[\]\\]+$"
 HOST_PATTERN = r"^[^\s/@]+$"
 ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f]+$"
+ENDPOINT_PATTERN = r"^https?://[^\s/?#@]+(/[^\s?#@]*)?$"
+REGION_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 
 #: The fewest Engine DB connections etl-craft server runs with (Orchestration.Db_pool_size): its loop, its heartbeat
 #: and its alert sender hold one each (etlcraft.overseer.server.SERVER_CONNECTIONS), and the HTTP API it serves up to
@@ -77,6 +79,8 @@ class Key:
     missing_hint: str | None = None
     #: Refuse a value holding "@" without showing it: user information is never written here.
     refuse_user_info: bool = False
+    #: What to do instead of writing user information (else: the section's username and secret keys).
+    user_info_remedy: str | None = None
     #: Why the range is what it is, added to the refusal of a value outside it.
     range_reason: str | None = None
 
@@ -360,12 +364,26 @@ KEYS: tuple[Key, ...] = (
         "How long one delivery attempt may take (connecting and sending).", default=10, minimum=1, maximum=300),
     Key("Artifacts", "Store", KeyType.TEXT,
         "The artifact store bundles are uploaded to and fetched from: file:// and the absolute path of a folder "
-        "every host that runs tasks can read (a shared mount). etl-craft bundle publish writes each file once, "
-        "named by its SHA-256.", required=True, pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^\x00-\x1f\x7f]+$",
-        pattern_meaning="a URL such as file:///srv/etl-craft/artifacts"),
+        "every host that runs tasks can read (a shared mount), or s3://BUCKET/PREFIX for an S3-compatible object "
+        "store (the s3 extra: pip install 'etl-craft[s3]'; credentials come from the standard AWS chain, never from "
+        "this file). etl-craft bundle publish writes each file once, named by its SHA-256.", required=True,
+        pattern=r"^[A-Za-z][A-Za-z0-9+.-]*://[^\x00-\x1f\x7f]+$",
+        pattern_meaning="a URL such as file:///srv/etl-craft/artifacts or s3://bucket/prefix"),
     Key("Artifacts", "Cache_dir", KeyType.PATH,
         "The folder bundles are materialized in, one subfolder per bundle id (every file's hash is verified on "
         "use). Not set: $ETL_CRAFT_BUNDLE_CACHE, else ~/.cache/etl-craft/bundles."),
+    Key("Artifacts", "Endpoint_url", KeyType.TEXT,
+        "The endpoint of an S3-compatible service other than AWS (MinIO, Ceph, ...), used with an s3:// Store; "
+        "requests then use path-style addressing (http://host/bucket/key). Not set: the standard AWS chain "
+        "($AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's endpoint_url), else AWS S3. Credentials are never "
+        "part of it.", pattern=ENDPOINT_PATTERN, pattern_meaning="an http:// or https:// URL such as "
+        "https://minio.example.com:9000", refuse_user_info=True,
+        user_info_remedy="give the endpoint without user information: the S3 credentials come from the standard "
+        "AWS chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role)"),
+    Key("Artifacts", "Region", KeyType.TEXT,
+        "The region of the s3:// Store's bucket. Not set: the standard AWS chain ($AWS_REGION, "
+        "$AWS_DEFAULT_REGION, the profile's region).", pattern=REGION_PATTERN,
+        pattern_meaning="a region name such as eu-west-1 (lower-case letters, digits and -)"),
     Key(
         "Orchestration",
         "Project",
@@ -460,6 +478,15 @@ def _ca_file_needs_tls(values: Mapping[str, object], given: frozenset[str]) -> s
     return None
 
 
+def _s3_settings_need_an_s3_store(values: Mapping[str, object], given: frozenset[str]) -> str | None:
+    unused = [name for name in ("Endpoint_url", "Region") if name in given]
+    store = str(values["Store"])
+    if not unused or store.lower().startswith("s3://"):
+        return None
+    return (f"Artifacts.{unused[0]} is set but Artifacts.Store is {store!r}; it applies to an s3:// store only: "
+            f"remove Artifacts.{unused[0]}, or set Store to s3://BUCKET/PREFIX")
+
+
 RULES: tuple[Rule, ...] = (
     Rule("Email", "`username` and `secret` are set together, or neither.", _username_with_secret),
     Rule(
@@ -469,6 +496,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("Email", "`ca_file` needs `tls_mode` `starttls` or `ssl`.", _ca_file_needs_tls),
     Rule("Orchestration", "`Heartbeat_seconds` is less than half of `Lease_seconds`.", _heartbeat_under_half_lease),
+    Rule("Artifacts", "`Endpoint_url` and `Region` need an s3:// `Store`.", _s3_settings_need_an_s3_store),
 )
 
 

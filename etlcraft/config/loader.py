@@ -132,10 +132,13 @@ class _HasSecret(Protocol):
 
 @dataclass(frozen=True)
 class ArtifactsConfig:
-    """Where bundles are published and cached (section Artifacts; etlcraft.engine.bundles reads it)."""
+    """Where bundles are published and cached (section Artifacts; etlcraft.engine.bundles reads it), and how an
+    s3:// store is reached (etlcraft.engine.artifacts_s3); its credentials are never here."""
 
     store: str
     cache_dir: Path | None
+    endpoint_url: str | None = None
+    region: str | None = None
 
 
 @dataclass(frozen=True)
@@ -477,11 +480,15 @@ def _check(key: Key, value: object, node: yaml.Node | None) -> Any:
         if key.refuse_user_info and "@" in text:
             raise ConfigurationError(
                 f"{CONFIG_FILE}: {key.path} holds user information (an @; the value is not shown, it may hold a "
-                f"password); give the host name alone, the user in {key.section}.username and the name of the "
-                f"password's variable in {key.section}.secret"
+                f"password); {key.user_info_remedy or _user_info_remedy(key)}"
             )
         raise ConfigurationError(f"{CONFIG_FILE}: {key.path} is {text!r}; expected {key.item_expected()}")
     return text
+
+
+def _user_info_remedy(key: Key) -> str:
+    return (f"give the host name alone, the user in {key.section}.username and the name of the password's variable "
+            f"in {key.section}.secret")
 
 
 def _text(key: Key, value: object) -> str:

@@ -6,7 +6,9 @@ written (secrets stay the names of their variables). Its manifest maps each rela
 file; the store keeps each file once, named by that hash, so publishing unchanged files uploads nothing. A run pins
 its project's latest bundle when it is created (AUD_PIPELINES_RUN_LOG.BUNDLE_ID) and every attempt materializes it
 under the cache, verifying every file's hash: a cached file that is missing or changed is fetched again from the
-store and verified again; a store file whose hash differs from the manifest's is refused.
+store and verified again; a store file whose hash differs from the manifest's is refused. Two stores keep the same
+contract (ArtifactStore): a folder (file://, FileStore, here) and an S3-compatible bucket (s3://,
+etlcraft.engine.artifacts_s3, the optional s3 extra).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 from etlcraft.config.loader import CONFIG_FILE, ProjectConfig
@@ -108,6 +111,22 @@ def build_manifest(project_dir: Path) -> Manifest:
     return Manifest(files, sizes)
 
 
+class ArtifactStore(Protocol):
+    """What publishing and materializing need of a store (FileStore, etlcraft.engine.artifacts_s3.S3Store): each
+    file kept once under sha256/<first two digits>/<digest>, every copy verified against the digest."""
+
+    url: str
+
+    def put(self, digest: str, source: Path) -> bool:
+        """Upload `source` under `digest`; False when the store holds it already, intact."""
+        ...
+
+    def fetch(self, digest: str, target: Path, what: str) -> None:
+        """Write the file `digest` to `target` atomically, its SHA-256 verified first (BundleIntegrityError when it
+        differs); `what` names the file in messages."""
+        ...
+
+
 class FileStore:
     """An artifact store in a folder (file:// URL): each file at sha256/<first two digits>/<digest>."""
 
@@ -152,17 +171,20 @@ def _copy_atomically(source: Path, target: Path) -> None:
         raise
 
 
-def open_store(url: str) -> FileStore:
-    """The store named by Artifacts.Store: file:// and an absolute folder. Other schemes are refused."""
+def open_store(url: str, config: ProjectConfig | None = None) -> ArtifactStore:
+    """The store named by `url` (Artifacts.Store, or a bundle's STORE_URL): file:// and an absolute folder, or
+    s3://BUCKET/PREFIX, reached with `config`'s Artifacts.Endpoint_url and Region (else the standard AWS chain)."""
     parsed = urlparse(url)
     if parsed.scheme == "file" and parsed.netloc in ("", "localhost") and parsed.path.startswith("/"):
         return FileStore(url, Path(unquote(parsed.path)))
     if parsed.scheme == "s3":
-        raise ConfigurationError(f"Artifacts.Store is {url!r}, an S3 URL, which this version of etl-craft cannot "
-                                 "use yet; expected file:// and the absolute path of a folder every host can read "
-                                 "(a shared mount): set Artifacts.Store to such a URL")
+        from etlcraft.engine.artifacts_s3 import S3Store
+
+        artifacts = config.artifacts if config is not None else None
+        return S3Store.from_url(url, artifacts)
     raise ConfigurationError(f"Artifacts.Store is {url!r}; expected file:// and the absolute path of a folder, such "
-                             "as file:///srv/etl-craft/artifacts: correct it in craft-connector.yml")
+                             "as file:///srv/etl-craft/artifacts, or s3://BUCKET/PREFIX: correct it in "
+                             "craft-connector.yml")
 
 
 def cache_root(config: ProjectConfig | None) -> Path:
@@ -184,7 +206,7 @@ class Materialized:
     refetched: tuple[str, ...]
 
 
-def materialize(bundle_id: int, manifest: Manifest, store: FileStore, root: Path) -> Materialized:
+def materialize(bundle_id: int, manifest: Manifest, store: ArtifactStore, root: Path) -> Materialized:
     """Make `root`/<bundle_id> hold exactly the manifest's files, every hash verified."""
     folder = root / str(bundle_id)
     fresh = not folder.is_dir()  # a first materialization fetches every file: nothing is missing yet

@@ -46,14 +46,14 @@ def store_url(config: ProjectConfig) -> str:
     if config.artifacts is None:
         raise ConfigurationError(f"{config.project_dir / 'craft-connector.yml'} has no Artifacts section; bundles "
                                  "are uploaded to Artifacts.Store: add Artifacts: {Store: file:///path/of/a/folder} "
-                                 "(guides/bundles.md)")
+                                 "or {Store: s3://BUCKET/PREFIX} (guides/bundles.md)")
     return config.artifacts.store
 
 
 def publish(db: EngineDB, config: ProjectConfig, actor: Actor) -> Published:
     """Upload the project's files to the store (each once, by hash) and record the bundle."""
     url = store_url(config)
-    store = open_store(url)
+    store = open_store(url, config)
     manifest = build_manifest(config.project_dir)
     uploaded = sum(store.put(digest, config.project_dir / relative) for relative, digest in manifest.files.items())
     project = chosen_project(db)

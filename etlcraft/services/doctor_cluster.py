@@ -75,8 +75,8 @@ def worker_imports_check(db: EngineDB, config: ProjectConfig | None) -> Check:
             row = fetch_one(db, conn, "latest_bundle", project_code=resolve_project(db, conn))
         if row is not None:
             bundle_id = int(row["bundle_id"])
-            done = materialize(bundle_id, Manifest.parse(row["manifest"], bundle_id), open_store(row["store_url"]),
-                               cache_root(config))
+            store = open_store(row["store_url"], config)
+            done = materialize(bundle_id, Manifest.parse(row["manifest"], bundle_id), store, cache_root(config))
             folder, where = done.path, f"bundle {bundle_id}"
     except EtlCraftError as exc:
         return Check("worker imports", FAIL, str(exc), "publish the project again with etl-craft bundle publish")

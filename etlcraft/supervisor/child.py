@@ -191,7 +191,7 @@ def _project_files(db: EngineDB, request: ChildRequest) -> tuple[Path, ProjectCo
         assert local is not None
         return working, local
     bundle_id = int(row["bundle_id"])
-    done = materialize(bundle_id, Manifest.parse(row["manifest"], bundle_id), open_store(row["store_url"]),
+    done = materialize(bundle_id, Manifest.parse(row["manifest"], bundle_id), open_store(row["store_url"], local),
                        cache_root(local))
     for repaired in done.refetched:
         print(f"etl-craft: bundle {bundle_id}: fetched again from the artifact store and verified: {repaired}",

@@ -84,11 +84,11 @@ def test_materialize__a_store_file_whose_hash_differs__is_refused(tmp_path: Path
     assert not (tmp_path / "cache" / "3" / "sql_files" / "a.sql").exists(), "nothing unverified is left to run"
 
 
-def test_open_store__s3_and_relative_urls__refused_with_the_remedy() -> None:
-    with pytest.raises(ConfigurationError, match="an S3 URL, which this version of etl-craft cannot use"):
-        open_store("s3://bucket/prefix")
+def test_open_store__relative_urls_and_other_schemes__refused_with_the_remedy() -> None:
     with pytest.raises(ConfigurationError, match="expected file:// and the absolute path of a folder"):
         open_store("file://relative/folder")
+    with pytest.raises(ConfigurationError, match="or s3://BUCKET/PREFIX: correct it in craft-connector.yml"):
+        open_store("gs://bucket/prefix")
 
 
 def test_manifest_parse__paths_leaving_the_bundle__refused() -> None:
