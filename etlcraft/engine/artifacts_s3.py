@@ -103,9 +103,9 @@ class S3Store:
                 found = self._download(digest, out)
             if found != digest:
                 raise BundleIntegrityError(
-                    f"{what}: the artifact store's copy {self.where(digest)} has SHA-256 {found}, expected {digest}; "
-                    "the object was changed by hand or is damaged: publish the project again (etl-craft bundle "
-                    "publish) and start a new run")
+                    f"{what}: the artifact store's copy has SHA-256 {found}, expected {digest} (object "
+                    f"{self.where(digest)}); it was changed by hand or is damaged: publish the project again "
+                    "(etl-craft bundle publish) and start a new run")
             os.chmod(temporary, 0o644)  # mkstemp's 0600 would keep a shared cache from other users
             os.replace(temporary, target)
         except BaseException:

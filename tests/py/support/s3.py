@@ -4,6 +4,7 @@ credentials set here (no profile, no config file, no instance metadata: nothing 
 
 from __future__ import annotations
 
+import logging
 import socket
 import uuid
 from collections.abc import Iterator
@@ -44,6 +45,7 @@ def moto_server() -> Iterator[str]:
     """moto's S3 on 127.0.0.1 at a free port; yields its endpoint URL."""
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:

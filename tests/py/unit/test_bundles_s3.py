@@ -5,6 +5,7 @@ and a missing boto3 each end in a message naming the store, what happened and wh
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -93,8 +94,11 @@ def test_an_object_changed_in_the_bucket__refused_at_fetch__publishing_again_rep
     with pytest.raises(BundleIntegrityError) as refused:
         materialize(3, manifest, store, tmp_path / "cache")
     message = str(refused.value)
-    assert f"bundle 3, file sql_files/a.sql: the artifact store's copy s3://{bucket.name}/{key}" in message
-    assert f"expected {digest}" in message and "publish the project again" in message
+    found = hashlib.sha256(b"SELECT 'tampered'").hexdigest()
+    assert message.startswith("bundle 3, file sql_files/a.sql: the artifact store's copy has SHA-256 "
+                              f"{found}, expected {digest} (object "
+                              f"s3://{bucket.name}/{key} at {bucket.endpoint}); it was changed by hand or is damaged: "
+                              "publish the project again (etl-craft bundle publish) and start a new run"), message
     assert not (tmp_path / "cache" / "3" / "sql_files" / "a.sql").exists(), "nothing unverified is left to run"
     assert not list((tmp_path / "cache").rglob(".part-*"))
     assert store.put(digest, project / "sql_files" / "a.sql"), "the changed object is not taken for intact"
