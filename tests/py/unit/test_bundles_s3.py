@@ -215,3 +215,14 @@ def test_artifacts_s3_settings__checked_when_the_file_is_loaded(tmp_path: Path, 
     with pytest.raises(ConfigurationError) as refused:
         load_config(tmp_path)
     assert expected in str(refused.value) and "s3cr3t" not in str(refused.value)
+
+
+def test_put__a_file_changed_since_the_manifest__refused_and_nothing_uploaded(tmp_path: Path, bucket: Bucket) -> None:
+    store = _store(tmp_path, bucket)
+    project = _project(tmp_path / "p")
+    digest = build_manifest(project).files["sql_files/a.sql"]
+    (project / "sql_files" / "a.sql").write_text("SELECT 'saved while publishing' AS v")
+    with pytest.raises(ConfigurationError, match=f"a.sql has SHA-256 [0-9a-f]{{64}} now, expected {digest} when the "
+                                                 "manifest was built: it changed during etl-craft bundle publish"):
+        store.put(digest, project / "sql_files" / "a.sql")
+    assert bucket.keys() == [], "no object holds other bytes than its name says"
