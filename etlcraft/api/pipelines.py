@@ -69,9 +69,10 @@ def health(request: Request) -> Doc:
     return health_json(request.app.state.db)
 
 
-@router.get("/pipelines", summary="The active pipelines (etl-craft list)")
-def pipelines(request: Request, _p: Principal = VIEWER) -> Doc:
-    return list_document(request.app.state.db, _config_zone(request))[1]
+@router.get("/pipelines", summary="The active pipelines: every project's, or with ?project= that project's only "
+            "(etl-craft list)")
+def pipelines(request: Request, project: ProjectCode = None, _p: Principal = VIEWER) -> Doc:
+    return list_document(request.app.state.db, _config_zone(request), project)[1]
 
 
 @router.get("/pipelines/{code}", summary="One pipeline: tasks, graph, schedule, next ticks, pause, last run "
