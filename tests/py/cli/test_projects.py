@@ -293,3 +293,32 @@ def test_server__pause_project_code__pauses_that_project_only(served: tuple[str,
     assert json.loads(paused.out)["pipelines"][0]["pipeline_code"] == "orders"
     shown = httpx.get(f"{base}/pipelines", headers=headers, timeout=60).json()["pipelines"]
     assert {f"{p['project']}.{p['code']}": p["paused"] for p in shown} == {"a.orders": False, "b.orders": True}
+
+
+def test_migrate__a_second_folder_without_its_project_name__the_refusal_names_the_ledger_and_the_remedy(
+        tmp_path: Path, engine_url: str | None) -> None:
+    a = _project(tmp_path, "a", engine_url)
+    b = _project(tmp_path, "b", engine_url, name_it=False)
+    assert etl_craft("migrate", cwd=a).code == 0
+    unnamed = etl_craft("migrate", cwd=b)
+    assert unnamed.code == 5, unnamed.err
+    assert unnamed.err.startswith(f"error: PROJECT migration {b / 'migrations' / '0001_metadata.sql'} was applied "
+                                  "with checksum "), unnamed.err
+    assert unnamed.err.endswith(
+        ", in the Engine DB's ledger of project a: this folder names no project (no Orchestration: Project in its "
+        "craft-connector.yml, no --project-code), so it was checked against the only project ledger the Engine DB "
+        "holds, project a's. If this folder is another project, set Orchestration: Project to its code in "
+        "craft-connector.yml (or give --project-code P) and run etl-craft migrate again; if it is project a, applied "
+        "migrations are immutable: restore the file as it was (for example with git checkout) and put the change in "
+        "a new numbered migration; nothing was applied\n"), unnamed.err
+    config = b / "craft-connector.yml"
+    config.write_text(config.read_text() + "Orchestration:\n  Project: a\n")  # copied from a's folder
+    misnamed = etl_craft("migrate", cwd=b)
+    assert misnamed.code == 5, misnamed.err
+    assert ", in the Engine DB's ledger of project a: this folder names that project (Orchestration: Project in its " \
+           "craft-connector.yml, or --project-code). If this folder is another project, correct that name to its " \
+           "own code and run etl-craft migrate again" in misnamed.err, misnamed.err
+    assert _listed(a) == ["a.orders"], "nothing of b was applied"
+    config.write_text(config.read_text().replace("Project: a", "Project: b"))
+    assert etl_craft("migrate", cwd=b).code == 0
+    assert _listed(a) == ["a.orders", "b.orders"]
