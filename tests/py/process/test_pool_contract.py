@@ -398,7 +398,7 @@ def test_pipeline_limit_holds_under_a_burst_of_1000_ready_tasks(provider: str, i
 # -- priority: the high-priority pipeline's attempts are claimed first ---------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["queue"])  # the local provider claims each run's own attempts
+@pytest.mark.parametrize("provider", ["queue"])  # local: test_local_provider__a_high_priority_run_does_not_wait...
 @pytest.mark.parametrize("iteration", range(ITERATIONS))
 def test_high_priority_pipeline_runs_first(provider: str, iteration: int, tmp_path: Path,
                                            pg_url_fresh: str) -> None:
