@@ -1,5 +1,5 @@
-"""Endpoints of pipelines, tokens, audit, alerts and health: /api/v1/health, /pipelines[/{code}[/runs|/backfills|
-/pause|/resume]], /audit, /alerts, /workers, /tokens."""
+"""Endpoints of pipelines, projects, tokens, audit, alerts and health: /api/v1/health, /pipelines[/{code}[/runs|
+/backfills|/pause|/resume]], /projects/{code}/pause|resume, /audit, /alerts, /workers, /tokens."""
 
 from __future__ import annotations
 
@@ -69,9 +69,10 @@ def health(request: Request) -> Doc:
     return health_json(request.app.state.db)
 
 
-@router.get("/pipelines", summary="The active pipelines (etl-craft list)")
-def pipelines(request: Request, _p: Principal = VIEWER) -> Doc:
-    return list_document(request.app.state.db, _config_zone(request))[1]
+@router.get("/pipelines", summary="The active pipelines: every project's, or with ?project= that project's only "
+            "(etl-craft list)")
+def pipelines(request: Request, project: ProjectCode = None, _p: Principal = VIEWER) -> Doc:
+    return list_document(request.app.state.db, _config_zone(request), project)[1]
 
 
 @router.get("/pipelines/{code}", summary="One pipeline: tasks, graph, schedule, next ticks, pause, last run "
@@ -121,6 +122,23 @@ def resume(request: Request, code: Text, body: ResumeBody, project: ProjectCode 
     with project_scope(request, project):
         return control.to_json(control.resume(_context(request, principal),
                                               control.ResumeRequest(code, body.reason)))
+
+
+@router.post("/projects/{code}/pause", summary="Pause every active pipeline of a project "
+             "(etl-craft pause --project-code CODE)")
+def project_pause(request: Request, code: Text, body: ReasonBody, principal: Principal = OPERATOR) -> Doc:
+    """One pause per active pipeline of project {code} not already paused, recorded with the token's actor and the
+    reason; the other projects are not touched."""
+    done = control.pause_project(_context(request, principal), control.ProjectPauseRequest("pause", code, body.reason))
+    return control.project_pause_json(done)
+
+
+@router.post("/projects/{code}/resume", summary="Resume every paused pipeline of a project "
+             "(etl-craft resume --project-code CODE)")
+def project_resume(request: Request, code: Text, body: ResumeBody, principal: Principal = OPERATOR) -> Doc:
+    """Closes the open pauses of project {code}'s active pipelines, recorded with the token's actor."""
+    done = control.pause_project(_context(request, principal), control.ProjectPauseRequest("resume", code, body.reason))
+    return control.project_pause_json(done)
 
 
 @router.get("/audit", summary="Who asked for what, and who changed which metadata, newest first (etl-craft audit)")

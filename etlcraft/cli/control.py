@@ -112,8 +112,9 @@ def _pause_or_resume(ctx: CliContext, verb: str, pipeline_code: str | None, proj
             raise UsageError(f"{verb} needs --pipeline-code P, or --project-code CODE to {verb} every active "
                              "pipeline of a project")
         if ctx.remote:
-            raise UsageError(f"with --server, {verb} acts on one pipeline (--pipeline-code P); {verb} a whole "
-                             f"project where the Engine DB is reachable (etl-craft {verb} --project-code CODE)")
+            body = {"reason": reason}
+            _emit(output_format, ctx.remote.post(f"/projects/{segment(ctx.project_code)}/{verb}", body))
+            return
         request = control.ProjectPauseRequest(verb, ctx.project_code, reason)
         _emit(output_format, control.project_pause_json(control.pause_project(_context(ctx), request)))
         return

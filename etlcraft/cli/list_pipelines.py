@@ -16,11 +16,13 @@ from etlcraft.services.pipelines import list_document
 @click.pass_obj
 def command(ctx: CliContext, output_format: str) -> None:
     """List the active pipelines of the Engine DB: code, name, schedule and its time zone (the pipeline's own, else
-    its project's), number of active tasks, and whether the pipeline is active or paused."""
+    its project's), number of active tasks, and whether the pipeline is active or paused. Every project's, with a
+    PROJECT column when there are several; with the global --project-code (ETL_CRAFT_PROJECT_CODE), that
+    project's only."""
     if ctx.remote:
-        doc = ctx.remote.get("/pipelines")
+        doc = ctx.remote.get("/pipelines")  # with --project-code, Remote sends ?project=
     else:
-        doc = list_document(ctx.existing_engine_db(), ctx.configured_timezone())[1]
+        doc = list_document(ctx.existing_engine_db(), ctx.configured_timezone(), ctx.project_code)[1]
     emit_document(output_format, doc, pipelines_text)
 
 

@@ -191,7 +191,8 @@ def migrate(
         if project_dir is not None or project is not None:
             scope = _project_scope(db, conn, project_code)
             project_ledger = _ledger(db, conn, scope)
-            _check_applied(project_ledger, pending_project, PROJECT, known=pending_project)
+            _check_applied(project_ledger, pending_project, PROJECT, known=pending_project,
+                           owner=_LedgerOwner(scope, named=bool(project_code)))
             for migration in pending_project:
                 if (PROJECT, migration.version) not in project_ledger:
                     report.project.append((migration, _apply_project_migration(db, conn, migration)))
@@ -282,9 +283,37 @@ def _project_scope(db: EngineDB, conn: sa.Connection, project_code: str | None) 
         "(or give --project-code P) so its migrations are checked against its own ledger; nothing was applied")
 
 
+@dataclass(frozen=True)
+class _LedgerOwner:
+    """Whose ledger a project folder's migrations were checked against: project `code`, either `named` by the folder
+    (Orchestration: Project or --project-code) or taken as the only ledger the Engine DB holds."""
+
+    code: str
+    named: bool
+
+    def refusal(self, found: str, remedy: str) -> str:
+        """The refusal of a folder whose migrations disagree with this ledger (`found` says how): it may be another
+        project's folder checked against this ledger, or this project's folder with an edited or deleted file
+        (`remedy` then)."""
+        project = f"project {self.code}" if self.code else "the project that migrated without a name"
+        if self.named:
+            why = ("this folder names that project (Orchestration: Project in its craft-connector.yml, or "
+                   "--project-code). If this folder is another project, correct that name to its own code")
+        else:
+            why = ("this folder names no project (no Orchestration: Project in its craft-connector.yml, no "
+                   f"--project-code), so it was checked against the only project ledger the Engine DB holds, "
+                   f"{project}'s. If this folder is another project, set Orchestration: Project to its code in "
+                   "craft-connector.yml (or give --project-code P)")
+        return (f"{found}, in the Engine DB's ledger of {project}: {why} and run etl-craft migrate again; if it is "
+                f"{project}, {remedy}; nothing was applied")
+
+
 def _check_applied(
-    ledger: dict[tuple[str, str], str], files: list[Migration], stream: str, *, known: list[Migration]
+    ledger: dict[tuple[str, str], str], files: list[Migration], stream: str, *, known: list[Migration],
+    owner: _LedgerOwner | None = None,
 ) -> None:
+    """Refuse a ledger entry whose file is gone or changed; for a project folder's migrations `owner` says whose
+    ledger they were checked against, which the refusal names."""
     by_version = {m.version: m for m in known}
     for (applied_stream, version), checksum in sorted(ledger.items()):
         if applied_stream != stream or version.startswith("R:"):
@@ -292,17 +321,17 @@ def _check_applied(
         migration = by_version.get(version)
         if migration is None:
             where = "this etl-craft" if stream == ENGINE else "the project's migrations/ folder"
-            raise MigrationError(
-                f"the Engine DB has {stream} migration {version} applied, which {where} does not have; "
-                + ("upgrade etl-craft to the version that applied it" if stream == ENGINE
-                   else "restore the file (migrations are never deleted once applied)")
-            )
-        if migration in files and migration.checksum != checksum:
-            raise MigrationError(
-                f"{stream} migration {migration.source} was applied with checksum {checksum}, but the file now "
-                f"has checksum {migration.checksum}; applied migrations are immutable: restore the file as it was "
-                "(for example with git checkout) and put the change in a new numbered migration"
-            )
+            found = f"the Engine DB has {stream} migration {version} applied, which {where} does not have"
+            remedy = ("upgrade etl-craft to the version that applied it" if stream == ENGINE
+                      else "restore the file (migrations are never deleted once applied)")
+        elif migration in files and migration.checksum != checksum:
+            found = (f"{stream} migration {migration.source} was applied with checksum {checksum}, but the file now "
+                     f"has checksum {migration.checksum}")
+            remedy = ("applied migrations are immutable: restore the file as it was (for example with git checkout) "
+                      "and put the change in a new numbered migration")
+        else:
+            continue
+        raise MigrationError(owner.refusal(found, remedy) if owner is not None else f"{found}; {remedy}")
 
 
 def _apply_project_migration(db: EngineDB, conn: sa.Connection, migration: Migration) -> dict[tuple[str, str], int]:

@@ -137,6 +137,8 @@ class Server:
         self.alerts = alerts  # delivers alerts on its own thread; each heartbeat's turn raises the overdue ones
         self.run_settings, self.policies, self.reconcile = run_settings, policies, reconcile
         self.drivers: dict[int, RunDriver] = {}
+        #: The order in which runs claim the local slots: their pipeline's PRIORITY, highest first, then the oldest.
+        self.claim_order: dict[int, tuple[int, int]] = {}
         self.left: dict[int, float] = {}  # runs given up for now (paused, refused): not taken again before then
         self.admit_after: dict[int, float] = {}  # QUEUED runs whose gate waits: not judged again before then
         self.breached: set[int] = set()  # runs whose SLA breach was logged
@@ -323,7 +325,10 @@ class Server:
 
     def _step_drivers(self) -> None:
         now = time.monotonic()
-        due = [(run_id, driver) for run_id, driver in self.drivers.items() if driver.wake_at <= now]
+        # In claim order: each driver claims only its own run's attempts (claim_attempt with run_id), so which run
+        # takes the free local slots first is decided here, as claim_attempt orders its queue: priority, then age.
+        due = sorted(((run_id, driver) for run_id, driver in self.drivers.items() if driver.wake_at <= now),
+                     key=lambda item: self._claim_key(item[0]))
         if not due:
             return
         states = read_states(self.db, self.settings.owner_id, [run_id for run_id, _ in due])  # one read
@@ -342,16 +347,22 @@ class Server:
                          pipeline=driver.settings.pipeline_code, error=type(exc).__name__)
                 continue
             del self.drivers[run_id]
+            self.claim_order.pop(run_id, None)
             self.log(driver.outcome.message, run=run_id, pipeline=driver.settings.pipeline_code,
                      status=driver.outcome.status)
             self.left[run_id] = now + self.settings.heartbeat_seconds  # a run left IN-PROGRESS (paused, lease lost)
             # is not taken again at once
 
+    def _claim_key(self, run_id: int) -> tuple[int, int]:
+        return self.claim_order.get(run_id, (0, run_id))
+
     def _feed_starved(self) -> None:
-        """Runs whose attempts wait for a slot are woken as slots free, oldest run first, one per free slot: no
-        run polls for a slot, and none waits behind runs that came later."""
+        """Runs whose attempts wait for a slot are woken as slots free, one per free slot, in claim order (the
+        highest PRIORITY first, then the oldest run): no run polls for a slot, none waits behind runs of the same
+        priority that came later, and a high-priority run does not wait behind a low-priority run's queue."""
         free = self.supervisor.free
-        for driver in sorted((d for d in self.drivers.values() if d.starved), key=lambda d: d.run_id)[:max(free, 0)]:
+        starved = sorted((d for d in self.drivers.values() if d.starved), key=lambda d: self._claim_key(d.run_id))
+        for driver in starved[:max(free, 0)]:
             driver.starved = False
             driver.wake_at = 0.0
 
@@ -466,6 +477,9 @@ class Server:
             self.log(message, run=run_id, pipeline=pipeline_code)
 
         driver = RunDriver(self.db, run_id, settings, self.policies(run_id), on_event, self.reconcile)
+        with self.db.read() as conn:
+            row = fetch_one(self.db, conn, "run_priority", run_id=run_id)
+        self.claim_order[run_id] = (-int(row["priority"]) if row else 0, run_id)
         if not admitted:
             driver.requeue_lost()
         self.drivers[run_id] = driver
@@ -478,6 +492,7 @@ class Server:
         for ended in self.supervisor.stop_all(reason):  # any child no driver knew of
             self._route(ended)
         self.drivers.clear()
+        self.claim_order.clear()
 
 
 def _when(value: Any) -> str:

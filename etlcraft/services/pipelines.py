@@ -14,6 +14,7 @@ from etlcraft.core.zones import ProjectZone
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_one
 from etlcraft.services.metadata import PipelineDetail, PipelineView, TaskEdge, TaskView, list_pipelines, show_pipeline
+from etlcraft.services.projects import ProjectChoice, resolve_project
 from etlcraft.services.redaction import masked_parameters
 from etlcraft.services.server import ScheduleView, run_json, schedule_item, schedules
 
@@ -21,9 +22,16 @@ from etlcraft.services.server import ScheduleView, run_json, schedule_item, sche
 TICKS = 3
 
 
-def list_document(db: EngineDB, configured_zone: str | None) -> tuple[tuple[PipelineView, ...], dict[str, Any]]:
-    """The active pipelines and their document, given `Orchestration: Timezone` (None when not set)."""
+def list_document(db: EngineDB, configured_zone: str | None,
+                  project_code: str | None = None) -> tuple[tuple[PipelineView, ...], dict[str, Any]]:
+    """The active pipelines and their document, given `Orchestration: Timezone` (None when not set): every
+    project's, or with `project_code` (--project-code, ?project=) that active project's only (NotFoundError, naming
+    the active projects, for a code that is not one)."""
     pipelines = list_pipelines(db)
+    if project_code:
+        with db.read() as conn:
+            chosen = resolve_project(db, conn, ProjectChoice(project_code))
+        pipelines = tuple(p for p in pipelines if p.project_code == chosen)
     return pipelines, {"schema": "etl-craft/pipelines/1",
                        "pipelines": [pipeline_item(p, configured_zone) for p in pipelines]}
 

@@ -52,6 +52,14 @@ SELECT r.PIPELINE_RUN_ID, r.PIPELINE_ID, p.PIPELINE_CODE, p.MAX_PARALLEL_TASKS, 
  WHERE r.STATUS = 'IN-PROGRESS' AND (r.OWNER_ID IS NULL OR r.LEASE_EXPIRES_AT < :now)
  ORDER BY p.PRIORITY DESC, r.PIPELINE_RUN_ID;
 
+-- name: run_priority :one
+-- The PRIORITY of a run's pipeline (its attempts are queued with it): the server lets its runs claim local slots
+-- highest first.
+SELECT p.PRIORITY
+  FROM {AUD_PIPELINES_RUN_LOG} r
+  JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
+ WHERE r.PIPELINE_RUN_ID = :run_id;
+
 -- name: server_queue_depth :one
 -- Attempts waiting for a slot, and runs waiting to be admitted.
 SELECT (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} WHERE STATUS = 'QUEUED') AS QUEUED_ATTEMPTS,

@@ -23,6 +23,7 @@ WRITES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/api/v1/pipelines/flow/runs", {"run_key": "k"}),
     ("POST", "/api/v1/pipelines/flow/backfills", {"first": "2026-01-01", "last": "2026-01-02", "reason": "r"}),
     ("POST", "/api/v1/pipelines/flow/pause", {"reason": "r"}), ("POST", "/api/v1/pipelines/flow/resume", {}),
+    ("POST", "/api/v1/projects/proc/pause", {"reason": "r"}), ("POST", "/api/v1/projects/proc/resume", {}),
     ("POST", "/api/v1/runs/1/cancel", {"reason": "r"}),
     ("POST", "/api/v1/runs/1/tasks/report/mark", {"status": "FAILED", "reason": "r"}),
     ("POST", "/api/v1/runs/1/tasks/report/rerun", {}),

@@ -234,3 +234,91 @@ def test_the_api__project_query_selects_the_pipeline_of_that_project(served: tup
              for c in ("a", "b")}
     assert {c: (d["pipeline"]["project"], d["pipeline"]["paused"]) for c, d in shown.items()} == {
         "a": ("a", False), "b": ("b", True)}
+
+
+def _listed(folder: Path, *args: str, env: dict[str, str] | None = None) -> list[str]:
+    done = etl_craft(*args, "list", "--format", "json", cwd=folder, env=env)
+    assert done.code == 0, done.err
+    return [f"{p['project']}.{p['code']}" for p in json.loads(done.out)["pipelines"]]
+
+
+def test_list__project_code_lists_that_project_only__without_it_every_project(
+        tmp_path: Path, engine_url: str | None) -> None:
+    a = _project(tmp_path, "a", engine_url, pipelines=("orders", "stock"))
+    b = _project(tmp_path, "b", engine_url, pipelines=("orders",))
+    for folder in (a, b):
+        assert etl_craft("migrate", cwd=folder).code == 0
+    assert _listed(a) == ["a.orders", "a.stock", "b.orders"], "Orchestration: Project does not filter the list"
+    assert _listed(b, "--project-code", "a") == ["a.orders", "a.stock"]
+    assert _listed(a, env={"ETL_CRAFT_PROJECT_CODE": "b"}) == ["b.orders"]
+    every = etl_craft("list", cwd=a)
+    assert every.out.splitlines()[0].split()[:2] == ["PROJECT", "PIPELINE"], every.out
+    one = etl_craft("--project-code", "a", "list", cwd=a)
+    assert one.out.splitlines()[0].split()[:1] == ["PIPELINE"], one.out
+    assert [line.split()[0] for line in one.out.splitlines()[1:]] == ["orders", "stock"], one.out
+    unknown = etl_craft("--project-code", "c", "list", cwd=a)
+    assert unknown.code == 22, unknown.err
+    assert "project c (from --project-code (or ?project=)) is not an active project of this Engine DB, whose " \
+           "projects are a, b" in unknown.err
+
+
+def test_the_api__pipelines_project_query_lists_that_project_only(served: tuple[str, dict[str, str]],
+                                                                  tmp_path: Path) -> None:
+    base, headers = served
+
+    def listed(**params: str) -> list[str]:
+        answer = httpx.get(f"{base}/pipelines", params=params, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        return [f"{p['project']}.{p['code']}" for p in answer.json()["pipelines"]]
+
+    assert listed() == ["a.orders", "b.orders"]
+    assert listed(project="b") == ["b.orders"]
+    unknown = httpx.get(f"{base}/pipelines", params={"project": "c"}, headers=headers, timeout=60)
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "NOT_FOUND"), unknown.text
+    nowhere = tmp_path / "operator-laptop"
+    nowhere.mkdir()
+    env = {"ETL_CRAFT_SERVER": base, "ETL_CRAFT_TOKEN": headers["Authorization"].removeprefix("Bearer ")}
+    assert _listed(nowhere, "--project-code", "a", env=env) == ["a.orders"]
+    assert _listed(nowhere, env=env) == ["a.orders", "b.orders"]
+
+
+def test_server__pause_project_code__pauses_that_project_only(served: tuple[str, dict[str, str]],
+                                                              tmp_path: Path) -> None:
+    base, headers = served
+    nowhere = tmp_path / "operator-laptop"
+    nowhere.mkdir()
+    env = {"ETL_CRAFT_SERVER": base, "ETL_CRAFT_TOKEN": headers["Authorization"].removeprefix("Bearer ")}
+    paused = etl_craft("pause", "--project-code", "b", "--reason", "move", "--format", "json", cwd=nowhere, env=env)
+    assert paused.code == 0, paused.err
+    assert json.loads(paused.out)["pipelines"][0]["pipeline_code"] == "orders"
+    shown = httpx.get(f"{base}/pipelines", headers=headers, timeout=60).json()["pipelines"]
+    assert {f"{p['project']}.{p['code']}": p["paused"] for p in shown} == {"a.orders": False, "b.orders": True}
+
+
+def test_migrate__a_second_folder_without_its_project_name__the_refusal_names_the_ledger_and_the_remedy(
+        tmp_path: Path, engine_url: str | None) -> None:
+    a = _project(tmp_path, "a", engine_url)
+    b = _project(tmp_path, "b", engine_url, name_it=False)
+    assert etl_craft("migrate", cwd=a).code == 0
+    unnamed = etl_craft("migrate", cwd=b)
+    assert unnamed.code == 5, unnamed.err
+    assert unnamed.err.startswith(f"error: PROJECT migration {b / 'migrations' / '0001_metadata.sql'} was applied "
+                                  "with checksum "), unnamed.err
+    assert unnamed.err.endswith(
+        ", in the Engine DB's ledger of project a: this folder names no project (no Orchestration: Project in its "
+        "craft-connector.yml, no --project-code), so it was checked against the only project ledger the Engine DB "
+        "holds, project a's. If this folder is another project, set Orchestration: Project to its code in "
+        "craft-connector.yml (or give --project-code P) and run etl-craft migrate again; if it is project a, applied "
+        "migrations are immutable: restore the file as it was (for example with git checkout) and put the change in "
+        "a new numbered migration; nothing was applied\n"), unnamed.err
+    config = b / "craft-connector.yml"
+    config.write_text(config.read_text() + "Orchestration:\n  Project: a\n")  # copied from a's folder
+    misnamed = etl_craft("migrate", cwd=b)
+    assert misnamed.code == 5, misnamed.err
+    assert ", in the Engine DB's ledger of project a: this folder names that project (Orchestration: Project in its " \
+           "craft-connector.yml, or --project-code). If this folder is another project, correct that name to its " \
+           "own code and run etl-craft migrate again" in misnamed.err, misnamed.err
+    assert _listed(a) == ["a.orders"], "nothing of b was applied"
+    config.write_text(config.read_text().replace("Project: a", "Project: b"))
+    assert etl_craft("migrate", cwd=b).code == 0
+    assert _listed(a) == ["a.orders", "b.orders"]

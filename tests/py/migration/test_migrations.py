@@ -133,9 +133,13 @@ def test_an_edited_applied_project_migration_is_refused_naming_both_checksums(
     with pytest.raises(MigrationError) as raised, acting_as(ACTOR):
         migrate(empty_db, project_dir=project)
     assert str(raised.value) == (
-        f"PROJECT migration {path} was applied with checksum {old}, but the file now has checksum {new}; "
-        "applied migrations are immutable: restore the file as it was (for example with git checkout) and put "
-        "the change in a new numbered migration"
+        f"PROJECT migration {path} was applied with checksum {old}, but the file now has checksum {new}, in the "
+        "Engine DB's ledger of project demo: this folder names no project (no Orchestration: Project in its "
+        "craft-connector.yml, no --project-code), so it was checked against the only project ledger the Engine DB "
+        "holds, project demo's. If this folder is another project, set Orchestration: Project to its code in "
+        "craft-connector.yml (or give --project-code P) and run etl-craft migrate again; if it is project demo, "
+        "applied migrations are immutable: restore the file as it was (for example with git checkout) and put the "
+        "change in a new numbered migration; nothing was applied"
     )
 
 
@@ -178,7 +182,8 @@ def test_an_unknown_applied_project_migration_is_refused(empty_db: EngineDB, tmp
         migrate(empty_db, project_dir=project)
     (project / "migrations" / "0001_example.sql").unlink()
     with pytest.raises(MigrationError, match="PROJECT migration 0001 applied, which the project's migrations/ folder"
-                                             " does not have; restore the file"), acting_as(ACTOR):
+                                             " does not have, in the Engine DB's ledger of project demo: .* if it is "
+                                             "project demo, restore the file"), acting_as(ACTOR):
         migrate(empty_db, project_dir=project)
 
 

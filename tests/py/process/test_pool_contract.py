@@ -398,7 +398,7 @@ def test_pipeline_limit_holds_under_a_burst_of_1000_ready_tasks(provider: str, i
 # -- priority: the high-priority pipeline's attempts are claimed first ---------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["queue"])  # the local provider claims each run's own attempts
+@pytest.mark.parametrize("provider", ["queue"])  # local: test_local_provider__a_high_priority_run_does_not_wait...
 @pytest.mark.parametrize("iteration", range(ITERATIONS))
 def test_high_priority_pipeline_runs_first(provider: str, iteration: int, tmp_path: Path,
                                            pg_url_fresh: str) -> None:
@@ -417,6 +417,29 @@ def test_high_priority_pipeline_runs_first(provider: str, iteration: int, tmp_pa
         last_high = max(a["claimed_at"] for a in setup.attempts(high))
         first_low = min(a["claimed_at"] for a in setup.attempts(low))
         assert last_high <= first_low, (setup.attempts(high), setup.attempts(low))
+
+
+@pytest.mark.parametrize("iteration", range(ITERATIONS))
+def test_local_provider__a_high_priority_run_does_not_wait_behind_a_low_priority_runs_queue(
+        iteration: int, tmp_path: Path, pg_url_fresh: str) -> None:
+    """The server drives several runs through one set of local slots, each run claiming its own attempts: the run
+    that claims a freed slot is the highest-priority one, so high's tasks start before low's queued ones."""
+    pipelines = {"low": [Task("l0", {"hold": "l0"}), Task("l1"), Task("l2")],
+                 "high": [Task(f"h{i}") for i in range(3)]}
+    priority = "UPDATE CFG_PIPELINES SET PRIORITY = 10 WHERE PIPELINE_CODE = 'high';\n"
+    with _setup(tmp_path, pg_url_fresh, "local", pipelines, slots=1, sql=priority) as setup:
+        server = setup.server("server", "--slots", "1")
+        low = setup.init_run("low")
+        setup.wait_started("l0")  # low holds the only slot; l1 and l2 wait in the queue
+        high = setup.init_run("high")
+        wait_for(lambda: len(setup.rows("SELECT 1 FROM {S}AUD_TASK_ATTEMPTS WHERE STATUS = 'QUEUED'")) == 5,
+                 timeout=60, what="l1, l2 and h0 to h2 to wait in the queue")
+        release(setup.root, "l0")
+        assert setup.wait_ended(low) == "SUCCESS" and setup.wait_ended(high) == "SUCCESS"
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        order = sorted((a["claimed_at"], a["task_code"]) for run in (low, high) for a in setup.attempts(run))
+        assert [code for _, code in order] == ["l0", "h0", "h1", "h2", "l1", "l2"], order
 
 
 # -- draining finishes what runs and takes nothing new --------------------------------------------------------------
