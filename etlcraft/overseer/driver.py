@@ -74,7 +74,7 @@ class RunState:
 
 def read_states(db: EngineDB, owner_id: str, run_ids: Collection[int]) -> dict[int, RunState]:
     """The state of runs `run_ids`, by run id, in one read."""
-    with db.read() as conn:
+    with db.read_alone() as conn:
         found = conn.execute(statement(db, "run_states").bindparams(sa.bindparam("run_ids", expanding=True)),
                              {"owner_id": owner_id, "run_ids": list(run_ids)}).mappings().all()
     rows = [{k.lower(): v for k, v in row.items()} for row in found]
@@ -330,7 +330,7 @@ class RunDriver:
         """Claim this run's queued attempts (every local pool and slot kind they wait in) and start their processes,
         within the supervisor's free slots: the pipeline's and project's limits are the Engine DB's (claim_attempt
         skips what is at its limit)."""
-        with self.db.read() as conn:
+        with self.db.read_alone() as conn:
             queues = [(r["pool"], r["slot_kind"], r["provider"])
                       for r in fetch_all(self.db, conn, "run_queued_pools", run_id=self.run_id)]
         for name, kind, provider in queues:
