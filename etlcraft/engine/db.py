@@ -14,6 +14,7 @@ import contextvars
 import re
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -47,6 +48,9 @@ _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _CODE_PREFIX = re.compile(r"^(EC\d{3}): ")
 _STATE_KEY = "etl_craft.state"
 _BEGIN_KEY = "etl_craft.begin"
+_IDLE_SINCE_KEY = "etl_craft.idle_since"
+#: A pooled PostgreSQL connection idle this long is pinged when it is taken from the pool (issue 27).
+PING_AFTER_IDLE_SECONDS = 1.0
 #: The read transaction shared_read() holds open, with its EngineDB, in this thread or task.
 _shared_reads: contextvars.ContextVar[tuple[EngineDB, sa.Connection] | None] = contextvars.ContextVar(
     "etl_craft_shared_read", default=None)
@@ -163,7 +167,8 @@ class EngineDB:
             # SQLAlchemy's default pool.
             sizing: dict[str, int] = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": 0}
             self.engine = sa.create_engine(parsed.set(drivername="postgresql+psycopg"),
-                                           connect_args=self._connect_args, pool_pre_ping=True, **sizing)
+                                           connect_args=self._connect_args, **sizing)
+            _ping_when_idle(self.engine)
         else:
             self.engine = sa.create_engine(parsed.set(drivername="sqlite+pysqlite"))
             self._install_sqlite_events()
@@ -255,6 +260,20 @@ class EngineDB:
             yield shared[1]
             return
         with holding_stops(), self._mapped_errors(None), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def read_alone(self) -> Iterator[sa.Connection]:
+        """Reads that need no common snapshot: on PostgreSQL each statement is its own transaction (the driver in
+        autocommit: no BEGIN and COMMIT round trips), which is what each statement of a read() at READ COMMITTED
+        sees anyway; not for read_snapshot(). SQLite: read(). Inside shared_read() of this Engine DB, the shared
+        transaction."""
+        shared = _shared_reads.get()
+        if not self.is_postgres or (shared is not None and shared[0] is self):
+            with self.read() as conn:
+                yield conn
+            return
+        with self.single_statement() as conn:
             yield conn
 
     @contextlib.contextmanager
@@ -459,3 +478,28 @@ def _is_connect_error(orig: BaseException) -> bool:
         sqlstate = cast("psycopg.OperationalError", orig).sqlstate
         return sqlstate is None or sqlstate.startswith("08") or sqlstate in ("57P01", "57P02", "57P03")
     return isinstance(orig, sqlite3.OperationalError) and "unable to open" in str(orig)
+
+
+def _ping_when_idle(engine: sa.Engine) -> None:
+    """Ping a pooled connection when it is taken from the pool after PING_AFTER_IDLE_SECONDS idle, and replace it
+    when the ping fails (the server restarted, or a network device dropped the idle session), instead of
+    SQLAlchemy's pool_pre_ping, which pings on every checkout: a round trip per transaction on the hot path, where
+    a connection is taken back milliseconds after it was returned. A connection that breaks while in use fails its
+    statement as before, and is replaced: the callers ride out such an outage for as long as the lease
+    (etlcraft.engine.outage)."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE_KEY] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        since = record.info.pop(_IDLE_SINCE_KEY, None)
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # the pool discards this connection and checks out another (up to three tries)
+            raise sa.exc.DisconnectionError(f"a pooled Engine DB connection failed its ping: {exc}") from exc
+        if not alive:
+            raise sa.exc.DisconnectionError("a pooled Engine DB connection failed its ping")

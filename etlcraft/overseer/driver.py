@@ -74,7 +74,7 @@ class RunState:
 
 def read_states(db: EngineDB, owner_id: str, run_ids: Collection[int]) -> dict[int, RunState]:
     """The state of runs `run_ids`, by run id, in one read."""
-    with db.read() as conn:
+    with db.read_alone() as conn:
         found = conn.execute(statement(db, "run_states").bindparams(sa.bindparam("run_ids", expanding=True)),
                              {"owner_id": owner_id, "run_ids": list(run_ids)}).mappings().all()
     rows = [{k.lower(): v for k, v in row.items()} for row in found]
@@ -120,6 +120,14 @@ class RunDriver:
         self.queue_waiting = False  # it waits for attempts that workers run (QUEUE pools): a notification wakes it
         self.next_queue_look = 0.0  # time.monotonic() of the next look at the workers it waits for
         self.no_worker: set[str] = set()  # QUEUE pools it said have no active worker (said once, until one comes)
+        # Readiness: the first turn, and any turn after something this driver did not see end (another owner's or a
+        # worker's attempt, an outage, a gate's next look), judges the whole run (ready_tasks); otherwise a turn
+        # judges only the successors of the tasks whose attempts ended or that were skipped since the last turn
+        # (ready_successors), and the run is finalized only after a whole-run pass found nothing more.
+        self.full_pass = True
+        self.last_pass_full = False
+        self.settled: list[int] = []  # tasks settled since the last readiness pass, whose successors it judges
+        self.attempt_tasks: dict[int, int] = {}  # attempt id -> task id, of the attempts this driver started
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
@@ -145,7 +153,10 @@ class RunDriver:
             # dispatched, so that no task downstream of it is skipped as if it had failed.
             self.requeue_lost()
             self.waited_on.clear()
+            self.full_pass = True  # their tasks ended out of this driver's sight
             state = self.read_state()  # what it queued again is due now
+        if self.queue_waiting:
+            self.full_pass = True  # workers ended attempts of the run out of this driver's sight
         if self.queue_waiting and self.requeue_lost():
             # It waited for workers' attempts: one recorded LOST meanwhile (its worker gone) runs again before
             # anything is dispatched or the run is finalized, as for another owner's attempts above.
@@ -177,6 +188,11 @@ class RunDriver:
             self._paused(state.pause)
             return False
         due = state.next_due
+        if due is None and not self.last_pass_full:
+            # Only successors were judged: one whole-run pass confirms that nothing is left before the run ends.
+            self.full_pass = True
+            self.wake_at = now
+            return True
         if due is None:
             return False
         left = (due - self.db.clock.now()).total_seconds()
@@ -186,8 +202,10 @@ class RunDriver:
         return True
 
     def ended(self, ended: Ended) -> None:
-        """A task process of this run has gone (the supervisor recorded its outcome if it did not)."""
+        """A task process of this run has gone (the supervisor recorded its outcome if it did not): its task's
+        successors are judged in the next turn."""
         self.children.discard(ended.attempt_id)
+        self._settled(self.attempt_tasks.pop(ended.attempt_id, None))
         self.outcome.ended.append(ended)
         self.on_event(f"{ended.task_code}: {ended.status}")
         self.wake_at = 0.0
@@ -218,6 +236,7 @@ class RunDriver:
         for row in claimed:
             if row["attempt_id"] in pool.supervisor.children:
                 continue
+            self.full_pass = True
             with contextlib.suppress(StaleTransitionError):
                 call(self.db, "lose_attempt", attempt_id=row["attempt_id"], owner_id=self.settings.owner_id,
                      message=f"attempt {row['attempt_id']} was claimed while the Engine DB connection broke and "
@@ -233,11 +252,56 @@ class RunDriver:
 
     def _dispatch(self, pool: LocalPool, state: RunState) -> bool:
         """Skip what can never run; queue, claim and start what can, within the free slots."""
+        try:
+            started = self._queue_ready(state)
+        except BaseException:
+            self.full_pass = True  # what was judged may not all have been acted on: the next turn judges the run
+            raise
+        waiting = started or (state.next_queued is not None and state.next_queued <= self.db.clock.now())
+        if not waiting:  # nothing queued is due: no claim to try
+            return started
+        if pool.supervisor.free > 0:
+            self._claim_and_start(pool)
+        elif not self.children:
+            self.starved = True  # woken when a slot frees (the server's slot queue)
+        return started
+
+    def _ready(self, state: RunState) -> list[Any]:
+        """What can run now or never: of the whole run (ready_tasks) when this driver may not have seen everything
+        that settled, else of the successors of the tasks that settled since the last turn (ready_successors), whose
+        work does not grow with the pipeline."""
+        if state.pause is not None:  # nothing is ready in a paused pipeline: judged as a whole once resumed
+            self.full_pass = True
+            return []
+        if state.next_check is not None and state.next_check <= self.db.clock.now():
+            self.full_pass = True  # a task gate's next look is due: ready_tasks returns its task again
+        if self.full_pass:
+            self.full_pass, self.last_pass_full = False, True
+            self.settled.clear()
+            return list(call(self.db, "ready_tasks", run_id=self.run_id))
+        self.last_pass_full = False
+        found: dict[int, Any] = {}
+        for task_id in dict.fromkeys(self.settled):
+            found.update((t.task_id, t) for t in call(self.db, "ready_successors", run_id=self.run_id,
+                                                     task_id=task_id))
+        self.settled.clear()
+        return sorted(found.values(), key=lambda t: str(t.task_code))
+
+    def _settled(self, task_id: int | None) -> None:
+        """Task `task_id` ended or was skipped: its successors are judged in the next turn (a whole-run pass when
+        the task is not known)."""
+        if task_id is None:
+            self.full_pass = True
+        else:
+            self.settled.append(task_id)
+
+    def _queue_ready(self, state: RunState) -> bool:
+        """Skip what can never run and queue what can; whether anything was skipped or queued."""
         started = False
-        ready = [t for t in call(self.db, "ready_tasks", run_id=self.run_id)
-                 if self.scope is None or t.task_id in self.scope]
+        ready = [t for t in self._ready(state) if self.scope is None or t.task_id in self.scope]
         for task in (t for t in ready if t.decision == "SKIP"):
             call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=task.reason)
+            self._settled(task.task_id)
             self.outcome.skipped.append((task.task_code, task.reason))
             self.on_event(f"{task.task_code}: SKIPPED ({task.reason})")
             started = True
@@ -253,26 +317,20 @@ class RunDriver:
                 continue
             if queued.outcome != "QUEUED":
                 call(self.db, "skip_task_run", run_id=self.run_id, task_id=task.task_id, reason=queued.reason)
+                self._settled(task.task_id)
                 self.outcome.skipped.append((task.task_code, queued.reason))
                 self.on_event(f"{task.task_code}: SKIPPED ({queued.reason})")
                 started = True
                 continue
             self.task_codes[task.task_id] = task.task_code
             started = True
-        waiting = started or (state.next_queued is not None and state.next_queued <= self.db.clock.now())
-        if not waiting:  # nothing queued is due: no claim to try
-            return started
-        if pool.supervisor.free > 0:
-            self._claim_and_start(pool)
-        elif not self.children:
-            self.starved = True  # woken when a slot frees (the server's slot queue)
         return started
 
     def _claim_and_start(self, pool: LocalPool) -> None:
         """Claim this run's queued attempts (every local pool and slot kind they wait in) and start their processes,
         within the supervisor's free slots: the pipeline's and project's limits are the Engine DB's (claim_attempt
         skips what is at its limit)."""
-        with self.db.read() as conn:
+        with self.db.read_alone() as conn:
             queues = [(r["pool"], r["slot_kind"], r["provider"])
                       for r in fetch_all(self.db, conn, "run_queued_pools", run_id=self.run_id)]
         for name, kind, provider in queues:
@@ -289,6 +347,7 @@ class RunDriver:
         for done in pool.take(self.run_id, name, kind, pool.supervisor.free, self._spec, self.settings.log_dir):
             code = done.spec.task_code
             if done.error is not None:  # recorded FAILED (B2): the retry rule retries it or not
+                self._settled(self.attempt_tasks.pop(done.spec.attempt_id, None))
                 ended = Ended(done.spec.attempt_id, code, "FAILED", None)
                 self.outcome.ended.append(ended)
                 self.on_event(f"{code}: FAILED ({done.error})")
@@ -307,6 +366,7 @@ class RunDriver:
             self.tasks.update({int(r["task_id"]): r for r in rows})
             self.task_codes.update({int(r["task_id"]): str(r["task_code"]) for r in rows})
         task = self.tasks[task_id]
+        self.attempt_tasks[int(attempt.attempt_id)] = task_id
         return AttemptSpec(
             attempt_id=int(attempt.attempt_id), task_run_id=int(attempt.task_run_id),
             pipeline_run_id=int(attempt.pipeline_run_id), project_code=str(task["project_code"]),

@@ -161,14 +161,18 @@ def run_attempt(request: ChildRequest) -> int:
 
 
 def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
-    with db.read() as conn:
+    """What the attempt runs with: its task, run and offset, the task's parameters and the bundle its run pinned.
+    Three reads of what no one changes while the attempt is RUNNING: each its own transaction (read_alone), with
+    no BEGIN and COMMIT round trips on the path of every attempt."""
+    with db.read_alone() as conn:
         row = fetch_one(db, conn, "attempt_context", attempt_id=request.attempt_id)
         assert row is not None, f"attempt {request.attempt_id} vanished"
         parameters = {r["parameter_name"]: r["parameter_value"]
                       for r in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"])}
+        bundle = fetch_one(db, conn, "attempt_bundle", attempt_id=request.attempt_id)
     run_date = row["run_date"] if isinstance(row["run_date"], date) else date.fromisoformat(row["run_date"])
     offset = Offset(row["offset_value"], row["offset_type"]) if row["offset_value"] is not None else None
-    project_dir, config = _project_files(db, request)
+    project_dir, config = _project_files(request, bundle)
     return TaskContext(
         project_dir=project_dir, config=config,
         pipeline_id=row["pipeline_id"], pipeline_code=row["pipeline_code"], pipeline_run_id=row["pipeline_run_id"],
@@ -179,13 +183,11 @@ def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
     )
 
 
-def _project_files(db: EngineDB, request: ChildRequest) -> tuple[Path, ProjectConfig]:
-    """Where the task's files are read from, and its configuration: the bundle its run pinned (S5.F), materialized
-    in the cache with every hash verified, and its craft-connector.yml (relative paths and .env still the working
-    folder's); the working folder itself when the run pinned none."""
+def _project_files(request: ChildRequest, row: dict[str, Any] | None) -> tuple[Path, ProjectConfig]:
+    """Where the task's files are read from, and its configuration: the bundle its run pinned (S5.F; `row`, the
+    attempt_bundle read), materialized in the cache with every hash verified, and its craft-connector.yml (relative
+    paths and .env still the working folder's); the working folder itself when the run pinned none."""
     working = Path(request.project_dir)
-    with db.read() as conn:
-        row = fetch_one(db, conn, "attempt_bundle", attempt_id=request.attempt_id)
     local = load_config(working) if row is None or (working / CONFIG_FILE).is_file() else None
     if row is None:
         assert local is not None

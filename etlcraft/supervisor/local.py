@@ -212,7 +212,7 @@ class LocalSupervisor:
     def _status(self, attempt_id: int) -> str:
         """The attempt's status, read again while the Engine DB is briefly unreachable (for as long as the lease)."""
         def read() -> str:
-            with self.db.read() as conn:
+            with self.db.read_alone() as conn:
                 row = fetch_one(self.db, conn, "attempt_row", attempt_id=attempt_id)
             return str(row["status"]) if row else "UNKNOWN"
         return ride_out(read, seconds=self.request_base.lease_seconds)

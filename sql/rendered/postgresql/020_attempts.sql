@@ -116,7 +116,8 @@ SECURITY DEFINER
 SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
 SET plan_cache_mode = force_generic_plan
-SET enable_sort = off AS $fn$
+SET enable_sort = off
+SET enable_seqscan = off AS $fn$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
@@ -124,6 +125,7 @@ DECLARE
   v_failure text;
   v_claim bigint[];
   v_durability text;
+  v_queued text;
 BEGIN
   IF COALESCE(p_owner_id, '') = '' OR p_max_attempts IS NULL OR p_max_attempts < 1 THEN
     RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || (CASE WHEN COALESCE(p_owner_id, '') = '' THEN 'claim_attempt needs an owner_id: the id of the process that will run the attempts and renew their leases' ELSE 'max_attempts must be at least 1, not ' || COALESCE(CAST(p_max_attempts AS text), 'NULL') END), 'EC023');
@@ -286,10 +288,11 @@ BEGIN
       END LOOP;
     END;
   END IF;
+  v_queued := 'QUEUED';
   UPDATE etl_craft.AUD_TASK_ATTEMPTS
      SET STATUS = 'CLAIMED', OWNER_ID = p_owner_id, CLAIMED_AT = v_now, HEARTBEAT_AT = v_now,
          LEASE_EXPIRES_AT = (v_now + make_interval(secs => p_lease_seconds))
-   WHERE ATTEMPT_ID = ANY (v_claim) AND STATUS = 'QUEUED';
+   WHERE ATTEMPT_ID = ANY (v_claim) AND STATUS = v_queued;
   RETURN QUERY
   SELECT q.attempt_id::bigint, q.task_run_id::bigint, q.pipeline_run_id::bigint, q.task_id::bigint, q.attempt_number::integer, q.lease_expires_at::timestamptz
     FROM (

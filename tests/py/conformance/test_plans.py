@@ -145,17 +145,10 @@ def chain(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     db.dispose()
 
 
-CLAIM_GAP = (
-    "claim_attempt on a never-analyzed PostgreSQL Engine DB: its candidate query walks ix_attempts_run_queue as meant, "
-    "but its compare-and-set (UPDATE ... WHERE ATTEMPT_ID = ANY (v_claim) AND STATUS = 'QUEUED') reads the partial "
-    "queue index whole and its closing SELECT scans every attempt, choices that are cheap while the tables are small "
-    "and kept by the function's generic plan (plan_cache_mode force_generic_plan) as they grow, until an ANALYZE "
-    "invalidates it; the fix belongs in sql/functions/020_attempts.sql.j2 (probe the claimed ids by primary key)")
-
-
-def test_claim__fresh_engine_db__walks_the_queue_index(chain: Chain, request: pytest.FixtureRequest) -> None:
-    if chain.db.is_postgres:
-        request.applymarker(pytest.mark.xfail(reason=CLAIM_GAP, strict=True))
+def test_claim__fresh_engine_db__walks_the_queue_index(chain: Chain) -> None:
+    """Failed on PostgreSQL while claim_attempt's compare-and-set named the status 'QUEUED' literally and probed its
+    ids without enable_seqscan off: the generic plan read the partial queue index whole for the UPDATE and every
+    attempt for the closing SELECT."""
     plans = chain.plans("claim_attempt", pool="default", slot_kinds="ingestion,warehouse", owner_id=OWNER,
                         run_id=chain.run)
     text = "\n".join(plans)
