@@ -14,7 +14,8 @@ certainly that result:
 - the file names its key and the SHA-256 of the database that follows; a file that is not a regular file of this
   user, is too large, names another key or does not match its digest is ignored, and the image is built again and
   written over it;
-- it is written atomically (a temporary file in the same folder, then renamed), so a reader never sees half of it.
+- it is written atomically (a temporary file in the same folder, then renamed), so a reader never sees half of it;
+  the folder keeps the KEEP_IMAGES most recent images, so each change of etl-craft's sources does not leave one more.
 
 Nothing of a project is in the image (the project's migrations are applied to a copy of it in memory), and nothing
 of a test reads the cache folder otherwise. The folder is $ETL_CRAFT_TEST_CACHE, else ~/.cache/etl-craft/test;
@@ -40,6 +41,9 @@ CACHE_ENV = "ETL_CRAFT_TEST_CACHE"
 MAGIC = b"etl-craft engine image 1\n"
 #: An image larger than this is not read (the engine's schema takes well under a megabyte).
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
+#: Images kept when one is written (the most recent): enough for a few etl-craft installations side by side, while
+#: every change to etl-craft's sources (a new key) would otherwise leave one more behind.
+KEEP_IMAGES = 8
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -139,6 +143,18 @@ def store(key: str, conn: sqlite3.Connection) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
+        _prune(folder)
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the KEEP_IMAGES most recently written images of the folder (of any key)."""
+    images = []
+    for path in folder.glob("engine-*.image"):
+        with contextlib.suppress(OSError):
+            images.append((path.lstat().st_mtime_ns, path))
+    for _, path in sorted(images, reverse=True)[KEEP_IMAGES:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 __all__ = ["CACHE_ENV", "cache_dir", "image_key", "load", "store"]

@@ -4,10 +4,12 @@ made from it without rendering the engine's migrations again."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,3 +165,15 @@ def test_load_driver__before_a_fork__dialect_and_settings_loaded_no_thread_left(
         "print(threading.active_count(), info.misses, info.currsize)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["1", "1", "1"], done.stderr
+
+
+def test_engine_image__many_keys__only_the_most_recent_kept(cache: Path) -> None:
+    template = sandbox._engine_template()
+    keys = [f"{n:02x}" * 32 for n in range(image.KEEP_IMAGES + 3)]
+    past = time.time() - 1000
+    for n, key in enumerate(keys):  # written in this order (mtimes set apart: a file system's clock may be coarse)
+        image.store(key, template)
+        os.utime(cache / f"engine-sqlite-{key[:32]}.image", (past + n, past + n))
+    kept = list(cache.glob("engine-*.image"))
+    assert len(kept) == image.KEEP_IMAGES
+    assert image.load(keys[-1]) is not None and image.load(keys[0]) is None  # the oldest went, the last stays
