@@ -52,7 +52,12 @@ def cache_dir() -> Path | None:
     value = os.environ.get(CACHE_ENV, "").strip()
     if value.lower() == "off":
         return None
-    return Path(value) if value else Path.home() / ".cache" / "etl-craft" / "test"
+    if value:
+        return Path(value)
+    try:
+        return Path.home() / ".cache" / "etl-craft" / "test"
+    except (RuntimeError, KeyError):  # no home directory to be found: no cache, the schema is migrated each run
+        return None
 
 
 def _sources() -> list[Path]:

@@ -106,6 +106,15 @@ def test_engine_image__off__nothing_read_or_written(tmp_path: Path, monkeypatch:
     assert built == [1, 1] and list(tmp_path.iterdir()) == []
 
 
+def test_cache_dir__no_home_directory__no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    def homeless() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv(image.CACHE_ENV, raising=False)
+    monkeypatch.setattr(Path, "home", homeless)
+    assert image.cache_dir() is None and image.load(image.image_key()) is None
+
+
 def test_engine_image__folder_cannot_be_made__built_and_used(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "a-file"
