@@ -179,12 +179,14 @@ def _shared_warehouse() -> _HeldWarehouse:
 
 
 def load_driver() -> None:
-    """Load what the first test's warehouse would load, without opening it: DuckDB's SQLAlchemy dialect
-    (duckdb_engine, with the PostgreSQL dialect it builds on; its import opens and closes an in-memory DuckDB to probe
-    a feature) and the list of DuckDB's settings duckdb_engine reads on its first connect (another in-memory DuckDB,
-    opened and closed). Called before a suite's workers are forked, so each inherits them instead of paying again;
-    it starts no thread and leaves no connection open, so the fork stays safe."""
-    Warehouse(Connection(dialect="duckdb", url=IN_MEMORY_DUCKDB, section="Warehouse")).dispose()
+    """Load what the first test's warehouse would load, without making it: DuckDB's SQLAlchemy dialect (duckdb_engine,
+    with the PostgreSQL dialect it builds on; its import opens and closes an in-memory DuckDB to probe a feature) and
+    the list of DuckDB's settings duckdb_engine reads on its first connect (another in-memory DuckDB, opened and
+    closed). Called before a suite's workers are forked, so each inherits them instead of paying again. The dialect
+    itself is not made here: making one runs a query on DuckDB's default connection, which then keeps its threads
+    for the life of the process, and a process with threads must not fork (etlcraft/testing/workers.py)."""
+    import duckdb_engine  # noqa: F401 - loaded for the workers to inherit
+
     # duckdb_engine keeps that list in a cached function of its own; one guarded look-up here, so a release of
     # duckdb_engine without it costs the worker its own first connect, nothing more.
     settings = getattr(sys.modules.get("duckdb_engine.config"), "get_core_config", None)
