@@ -30,7 +30,6 @@ from etlcraft.core.actor import current_actor
 from etlcraft.core.errors import MigrationError
 from etlcraft.core.graph import Cycle, TaskDependency, dependency_cycles
 from etlcraft.core.sqltext import SQLGLOT_DIALECTS, Statement, split_statements
-from etlcraft.engine import grants
 from etlcraft.engine.actions import record_action
 from etlcraft.engine.catalog import owned_tables, table_exists, view_names
 from etlcraft.engine.db import EngineDB
@@ -157,37 +156,24 @@ def project_migration(name: str, sql: str) -> Migration | None:
 
 def migrate(
     db: EngineDB, *, project_dir: Path | None = None, up_to: str | None = None, command: str = "migrate",
-    project: Sequence[Migration] | None = None, project_code: str | None = None,
+    project: Sequence[Migration] | None = None, project_code: str | None = None, engine_current: bool = False,
+    record: bool = True,
 ) -> MigrateReport:
     """Bring the Engine DB up to date (engine migrations up to `up_to`, all by default), then apply the pending
     metadata migrations of `project_dir`/migrations when a project is given (or `project`, migrations already
     read), against the ledger of project `project_code` (_project_scope). A call that changes anything is recorded
-    in AUD_ACTIONS as `command`, in the same transaction."""
+    in AUD_ACTIONS as `command`, in the same transaction. `engine_current`: the caller knows the Engine DB's own
+    schema is this etl-craft's (etl-craft test's in-memory copy of the schema it has just migrated or verified), so
+    the engine's migrations and objects are neither rendered nor compared again: only the project's are applied.
+    `record` False: no AUD_ACTIONS row (etl-craft test's in-memory Engine DB, read once for its metadata and
+    dropped, where the row would have no reader)."""
     report = MigrateReport()
     pending_project = (list(project) if project is not None
                        else project_migrations(project_dir / "migrations") if project_dir else [])
     with db.write() as conn:
         _lock(db, conn)
-        ledger = _ledger(db, conn)
-        engine = [m for m in engine_migrations(db.dialect, db.schema) if up_to is None or m.version <= up_to]
-        _check_applied(ledger, engine, ENGINE, known=engine_migrations(db.dialect, db.schema))
-        for migration in engine:
-            if (ENGINE, migration.version) not in ledger:
-                db.execute_script(conn, migration.sql)
-                report.applied.append(migration)
-        tables = owned_tables(db, conn)
-        views = view_names(db, conn)
-        for obj in repeatable_objects(db.dialect, db.schema, tables):
-            # A view a versioned migration dropped (to change a column the view reads) is created again here, and
-            # after any versioned migration every object is: on SQLite a migration that makes a table again (to
-            # change a NOT NULL or a CHECK) drops the table's triggers with it, whatever the guards' text says.
-            if report.applied or ledger.get((ENGINE, obj.version)) != obj.checksum or not obj.views <= views:
-                db.execute_script(conn, obj.sql)
-                report.refreshed.append(obj)
-        if db.is_postgres:
-            # A function created again has PUBLIC's EXECUTE and none of the roles' grants; views may be new.
-            grants.reapply(db, conn)
-        _record(db, conn, ledger, [*report.applied, *report.refreshed])
+        if not engine_current:
+            _migrate_engine(db, conn, report, up_to)
         if project_dir is not None or project is not None:
             scope = _project_scope(db, conn, project_code)
             project_ledger = _ledger(db, conn, scope)
@@ -198,13 +184,40 @@ def migrate(
                     report.project.append((migration, _apply_project_migration(db, conn, migration)))
             _record(db, conn, project_ledger, [m for m, _ in report.project], scope)
         _analyze(db, conn, _changed_tables(report))
-        if report.changed_anything:
+        if report.changed_anything and record:
             record_action(db, conn, command, {
                 "project": str(project_dir) if project_dir else None,
                 "applied": [f"{m.stream}:{m.version}" for m in [*report.applied, *(p for p, _ in report.project)]],
             })
-        report.engine_version = max((m.version for m in engine), default=None)
     return report
+
+
+def _migrate_engine(db: EngineDB, conn: sa.Connection, report: MigrateReport, up_to: str | None) -> None:
+    """The engine's part of migrate(): its pending versioned migrations, then the repeatable objects that changed."""
+    ledger = _ledger(db, conn)
+    known = engine_migrations(db.dialect, db.schema)
+    engine = [m for m in known if up_to is None or m.version <= up_to]
+    _check_applied(ledger, engine, ENGINE, known=known)
+    for migration in engine:
+        if (ENGINE, migration.version) not in ledger:
+            db.execute_script(conn, migration.sql)
+            report.applied.append(migration)
+    tables = owned_tables(db, conn)
+    views = view_names(db, conn)
+    for obj in repeatable_objects(db.dialect, db.schema, tables):
+        # A view a versioned migration dropped (to change a column the view reads) is created again here, and
+        # after any versioned migration every object is: on SQLite a migration that makes a table again (to
+        # change a NOT NULL or a CHECK) drops the table's triggers with it, whatever the guards' text says.
+        if report.applied or ledger.get((ENGINE, obj.version)) != obj.checksum or not obj.views <= views:
+            db.execute_script(conn, obj.sql)
+            report.refreshed.append(obj)
+    if db.is_postgres:
+        from etlcraft.engine import grants  # PostgreSQL's privileges: a SQLite Engine DB need not load them
+
+        # A function created again has PUBLIC's EXECUTE and none of the roles' grants; views may be new.
+        grants.reapply(db, conn)
+    _record(db, conn, ledger, [*report.applied, *report.refreshed])
+    report.engine_version = max((m.version for m in engine), default=None)
 
 
 def _changed_tables(report: MigrateReport) -> set[str]:

@@ -6,15 +6,16 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from etlcraft.core import parameters
 from etlcraft.core.errors import error_specs
 from etlcraft.core.states import state_machine
 from etlcraft.engine.views import views_spec
 from etlcraft.paths import sql_dir
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 def sql_literal(value: object) -> str:
@@ -104,7 +105,10 @@ def _retry_defaults() -> dict[str, Any]:
 def environment() -> jinja2.Environment:
     # Compiling the templates is most of what rendering costs (about half a second per process: migrate, and every
     # SQLite Engine DB process, whose functions are rendered statements). Jinja keeps the compiled code in a folder
-    # of the user's own in the system's temporary directory, keyed by each template's source checksum.
+    # of the user's own in the system's temporary directory, keyed by each template's source checksum. Jinja2 is
+    # imported here: a process that renders nothing (etl-craft test with its cached engine image) does not load it.
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(sql_dir())),
         bytecode_cache=jinja2.FileSystemBytecodeCache(),

@@ -118,6 +118,11 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema())
 
 
+def prepare() -> None:
+    """Build the validator now (before a suite's workers are forked: they inherit it)."""
+    _validator()
+
+
 def validate(document: Any, path: str) -> None:
     """Refuse a document the schema refuses, naming the place and the rule, never the value found."""
     errors = sorted(_validator().iter_errors(document), key=lambda e: (list(e.absolute_path), e.validator))

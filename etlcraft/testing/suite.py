@@ -13,12 +13,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sqlglot
+
+from etlcraft.core.sqltext import SQLGLOT_DIALECTS
 from etlcraft.testing import errors
 from etlcraft.testing.errors import HermeticError, InvalidTest, SafetyViolation
 from etlcraft.testing.files import project_path
+from etlcraft.testing.manifest import prepare as prepare_manifests
 from etlcraft.testing.manifest import read_manifest
 from etlcraft.testing.runner import Outcome, Project, load_project, run_manifest, test_id
-from etlcraft.testing.sandbox import forget_inherited
+from etlcraft.testing.sandbox import forget_inherited, load_driver
 from etlcraft.testing.workers import run_spread, worker_count
 
 #: A project suite runs at most this many manifests (direct tests/*.test.yaml, sorted).
@@ -95,9 +99,24 @@ def run_suite(root: Path, target: str, workers: int | None = None) -> dict[str, 
         project = load_project(root)
     except HermeticError as exc:
         project = exc
-    reports = run_spread(paths, lambda path: _run_one(root, path, project), worker_count(len(paths), workers),
-                         forget_inherited)
+    count = worker_count(len(paths), workers)
+    if count > 1 and isinstance(project, Project):
+        _prepare_workers(project)
+    reports = run_spread(paths, lambda path: _run_one(root, path, project), count, forget_inherited)
     return _suite(reports, started)
+
+
+def _prepare_workers(project: Project) -> None:
+    """Do before forking what every process would otherwise do again on its first test: the manifest's validator,
+    the warehouse's driver and sqlglot's dialects (the project's and DuckDB's) loaded. A failure here is left for
+    the test that meets it to report."""
+    try:
+        prepare_manifests()
+        load_driver()
+        for dialect in {project.dialect, "duckdb"} & set(SQLGLOT_DIALECTS):
+            sqlglot.Dialect.get_or_raise(SQLGLOT_DIALECTS[dialect])
+    except Exception:  # each test reports what went wrong on its own
+        return
 
 
 def _run_one(root: Path, path: str, project: Project | HermeticError) -> dict[str, Any]:

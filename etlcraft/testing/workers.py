@@ -8,8 +8,9 @@ workers ran it. A worker runs no other program and opens no socket: it is this p
 
 Forking is done only where it is safe and pays: on a platform with os.fork, from a process with one thread (a
 thread holding a lock when the process forks would leave it held for ever in the copy; the CLI has one thread
-until its first test), and with at least MIN_TESTS_PER_WORKER tests for each worker. A worker that dies or sends
-nothing readable costs nothing but time: the parent runs its tests itself.
+until its first test, and threads a library started, such as DuckDB's, count too), and with at least
+MIN_TESTS_PER_WORKER tests for each worker. A worker that dies or sends nothing readable costs nothing but time: the
+parent runs its tests itself.
 """
 
 from __future__ import annotations
@@ -38,9 +39,18 @@ def worker_count(tests: int, requested: int | None) -> int:
     """How many processes run `tests` tests: `requested` (at least 1), else one per available CPU; never more than
     one per MIN_TESTS_PER_WORKER tests, and 1 where forking is unavailable or unsafe (see the module docstring)."""
     wanted = available_cpus() if requested is None else max(1, requested)
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    if not hasattr(os, "fork") or _threads() > 1:
         return 1
     return max(1, min(wanted, tests // MIN_TESTS_PER_WORKER))
+
+
+def _threads() -> int:
+    """This process's threads: the operating system's count where it can be read, since threads a library started
+    (DuckDB's, once a database is open) are not in threading's; else threading's."""
+    try:
+        return max(len(os.listdir("/proc/self/task")), threading.active_count())
+    except OSError:
+        return threading.active_count()
 
 
 def run_spread(items: list[str], run: Callable[[str], Report], workers: int,

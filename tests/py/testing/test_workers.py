@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +49,27 @@ def test_run_spread__worker__does_not_use_the_parents_duckdb() -> None:
 
 def test_worker_count__small_suite_or_threads_or_one_asked__one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workers, "available_cpus", lambda: 4)
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(workers, "_threads", lambda: 1)
     assert workers.worker_count(100, None) == 4
     assert workers.worker_count(100, 1) == 1
     assert workers.worker_count(2 * workers.MIN_TESTS_PER_WORKER, None) == 2
     assert workers.worker_count(workers.MIN_TESTS_PER_WORKER * 2 - 1, 8) == 1
-    monkeypatch.setattr(threading, "active_count", lambda: 2)  # a thread could hold a lock across the fork
+    monkeypatch.setattr(workers, "_threads", lambda: 2)  # a thread could hold a lock across the fork
     assert workers.worker_count(100, None) == 1
+
+
+def test_worker_count__threads_duckdb_started__one_process() -> None:
+    """DuckDB's threads are not Python's: once its default connection is open, the process has them and must not
+    fork; a fresh process with only the suite's warm-up done (sandbox.load_driver) still may."""
+    script = ("import sys, duckdb\n"
+              "from etlcraft.testing import sandbox, workers\n"
+              "workers.available_cpus = lambda: 2\n"
+              "sandbox.load_driver()\n"
+              "before = workers.worker_count(100, None)\n"
+              "duckdb.cursor().execute('SELECT 1').fetchall()\n"
+              "print(before, workers.worker_count(100, None))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["2", "1"], done.stderr
 
 
 def test_cli__forked_workers__same_report_as_one_process(project: Path) -> None:
