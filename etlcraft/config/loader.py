@@ -10,6 +10,7 @@ numbers are plain ASCII digits within their range (S2.G.8).
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import json
@@ -18,7 +19,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlsplit
@@ -182,6 +183,16 @@ def _check_duplicate_keys(node: yaml.Node | None, path: str) -> None:
             _check_duplicate_keys(item, f"{path}[{index}]")
 
 
+@lru_cache(maxsize=8)
+def _parsed(text: str) -> tuple[yaml.Node | None, Any]:
+    """The YAML of a craft-connector.yml's text, checked for keys given twice: its node tree and its value. Kept
+    by text, which the file is read for on every load, so a changed file is parsed again. A task process forked
+    from the process that loaded the file first finds it here and parses nothing (YAML is ~5 ms per attempt)."""
+    document = yaml.compose(text, Loader=yaml.SafeLoader)
+    _check_duplicate_keys(document, "")
+    return document, yaml.safe_load(text)
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
@@ -243,13 +254,11 @@ def load_config(project_dir: Path, config_file: Path | None = None) -> ProjectCo
         raise ConfigurationError(
             f"{path} does not exist; create a project with etl-craft init DIR, or pass --project DIR"
         )
-    text = _read_text(path)
     try:
-        document = yaml.compose(text, Loader=yaml.SafeLoader)
-        _check_duplicate_keys(document, "")
-        raw = yaml.safe_load(text)
+        document, parsed = _parsed(_read_text(path))
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"{path} is not valid YAML: {exc}") from exc
+    raw = copy.deepcopy(parsed)
     names = section_names()
     if not isinstance(raw, dict):
         raise ConfigurationError(f"{path} must be a mapping of sections ({', '.join(names)})")

@@ -162,14 +162,14 @@ def run_attempt(request: ChildRequest) -> int:
 
 def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
     """What the attempt runs with: its task, run and offset, the task's parameters and the bundle its run pinned.
-    Three reads of what no one changes while the attempt is RUNNING: each its own transaction (read_alone), with
-    no BEGIN and COMMIT round trips on the path of every attempt."""
+    One read (attempt_context: a row per parameter, the bundle on the first) of what no one changes while the
+    attempt is RUNNING, in a transaction of its own (read_alone): one round trip on the path of every attempt."""
     with db.read_alone() as conn:
-        row = fetch_one(db, conn, "attempt_context", attempt_id=request.attempt_id)
-        assert row is not None, f"attempt {request.attempt_id} vanished"
-        parameters = {r["parameter_name"]: r["parameter_value"]
-                      for r in fetch_all(db, conn, "task_parameters_of", task_id=row["task_id"])}
-        bundle = fetch_one(db, conn, "attempt_bundle", attempt_id=request.attempt_id)
+        rows = fetch_all(db, conn, "attempt_context", attempt_id=request.attempt_id)
+    assert rows, f"attempt {request.attempt_id} vanished"
+    row = rows[0]
+    parameters = {r["parameter_name"]: r["parameter_value"] for r in rows if r["parameter_name"] is not None}
+    bundle = row if row["bundle_id"] is not None else None
     run_date = row["run_date"] if isinstance(row["run_date"], date) else date.fromisoformat(row["run_date"])
     offset = Offset(row["offset_value"], row["offset_type"]) if row["offset_value"] is not None else None
     project_dir, config = _project_files(request, bundle)
@@ -185,8 +185,9 @@ def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
 
 def _project_files(request: ChildRequest, row: dict[str, Any] | None) -> tuple[Path, ProjectConfig]:
     """Where the task's files are read from, and its configuration: the bundle its run pinned (S5.F; `row`, the
-    attempt_bundle read), materialized in the cache with every hash verified, and its craft-connector.yml (relative
-    paths and .env still the working folder's); the working folder itself when the run pinned none."""
+    first row of the attempt_context read), materialized in the cache with every hash verified, and its
+    craft-connector.yml (relative paths and .env still the working folder's); the working folder itself when the
+    run pinned none."""
     working = Path(request.project_dir)
     local = load_config(working) if row is None or (working / CONFIG_FILE).is_file() else None
     if row is None:

@@ -14,14 +14,6 @@ SELECT b.BUNDLE_ID, b.MANIFEST_SHA256, b.FILE_COUNT, b.TOTAL_BYTES, b.STORE_URL,
 SELECT b.BUNDLE_ID, b.MANIFEST, b.MANIFEST_SHA256, b.STORE_URL FROM {AUD_PROJECT_BUNDLES} b
  WHERE b.BUNDLE_ID = :bundle_id;
 
--- name: attempt_bundle :one
--- The bundle an attempt's run pinned (no row when the run pinned none).
-SELECT b.BUNDLE_ID, b.MANIFEST, b.MANIFEST_SHA256, b.STORE_URL
-  FROM {AUD_TASK_ATTEMPTS} a
-  JOIN {AUD_PIPELINES_RUN_LOG} r ON r.PIPELINE_RUN_ID = a.PIPELINE_RUN_ID
-  JOIN {AUD_PROJECT_BUNDLES} b ON b.BUNDLE_ID = r.BUNDLE_ID
- WHERE a.ATTEMPT_ID = :attempt_id;
-
 -- name: latest_bundle :one
 -- A project's latest bundle: the one new runs pin.
 SELECT b.BUNDLE_ID, b.MANIFEST, b.MANIFEST_SHA256, b.STORE_URL

@@ -87,21 +87,25 @@ SELECT r.PIPELINE_RUN_ID, r.RUN_KEY, r.TRIGGER_KIND, r.RUN_DATE, r.STATUS, r.STA
  ORDER BY r.PIPELINE_RUN_ID DESC
  LIMIT :limit;
 
--- name: attempt_context :one
--- Everything the task process needs to run one attempt.
+-- name: attempt_context :many
+-- Everything the task process needs to run one attempt, in one statement: one row per active parameter of the
+-- task (a single row with NULL parameter columns when it has none), each with the attempt's task, run and offset.
+-- The bundle the run pinned (NULL columns when it pinned none) comes on the first row only, so a large manifest
+-- is sent once whatever the number of parameters.
 SELECT a.ATTEMPT_ID, a.ATTEMPT_NUMBER, a.STATUS, a.OWNER_ID, tr.TASK_RUN_ID, tr.PIPELINE_RUN_ID, r.RUN_DATE,
        r.PIPELINE_ID, p.PIPELINE_CODE, t.TASK_ID, t.TASK_CODE, t.HANDLER, t.ACTION, t.SQL_FILE, t.SCRIPT_FILE,
-       t.TARGET_OBJECT, o.OFFSET_VALUE, o.OFFSET_TYPE
+       t.TARGET_OBJECT, o.OFFSET_VALUE, o.OFFSET_TYPE, tp.PARAMETER_NAME, tp.PARAMETER_VALUE, b.BUNDLE_ID,
+       CASE WHEN ROW_NUMBER() OVER (ORDER BY tp.PARAMETER_NAME) = 1 THEN b.MANIFEST END AS MANIFEST, b.STORE_URL
   FROM {AUD_TASK_ATTEMPTS} a
   JOIN {AUD_TASK_RUN_LOG} tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID
   JOIN {AUD_PIPELINES_RUN_LOG} r ON r.PIPELINE_RUN_ID = tr.PIPELINE_RUN_ID
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
   JOIN {CFG_TASKS} t ON t.TASK_ID = tr.TASK_ID
   LEFT JOIN {AUD_TASK_OFFSETS} o ON o.TASK_ID = t.TASK_ID
- WHERE a.ATTEMPT_ID = :attempt_id;
-
--- name: task_parameters_of :many
-SELECT PARAMETER_NAME, PARAMETER_VALUE FROM {CFG_TASK_PARAMETERS} WHERE TASK_ID = :task_id AND ACTIVE_FLAG = 'Y';
+  LEFT JOIN {CFG_TASK_PARAMETERS} tp ON tp.TASK_ID = t.TASK_ID AND tp.ACTIVE_FLAG = 'Y'
+  LEFT JOIN {AUD_PROJECT_BUNDLES} b ON b.BUNDLE_ID = r.BUNDLE_ID
+ WHERE a.ATTEMPT_ID = :attempt_id
+ ORDER BY tp.PARAMETER_NAME;
 
 -- name: attempt_row :one
 SELECT a.ATTEMPT_ID, a.TASK_RUN_ID, a.ATTEMPT_NUMBER, a.STATUS, a.OWNER_ID, a.HOST, a.PID, a.PROCESS_START,

@@ -774,3 +774,29 @@ def test_repr_of_the_config_never_contains_a_secret_value(
     for text in (repr(config), str(config), repr(config.engine), repr(config.warehouse)):
         assert SECRET_VALUE not in text
     assert "ETL_CRAFT_ENGINE_PASSWORD" in repr(config)
+
+
+# ------------------------------------------------------------------------- parsed once per text (issue 27)
+
+
+def test_load_config__same_text_twice__yaml_parsed_once_and_a_changed_file_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task process loads craft-connector.yml on every attempt; the YAML of a text already seen (by the process
+    it was forked from) is not parsed again, and an edit to the file is."""
+    import yaml
+
+    from etlcraft.config import loader
+
+    loader._parsed.cache_clear()
+    composed: list[str] = []
+    compose = yaml.compose
+    monkeypatch.setattr(yaml, "compose", lambda text, **kw: composed.append(text) or compose(text, **kw))
+    write_project(tmp_path, ENGINE_SQLITE + WAREHOUSE_DUCKDB + "Orchestration:\n  Max_parallel_tasks: 3\n")
+    first, second = load_config(tmp_path), load_config(tmp_path)
+    assert (len(composed), first, second.orchestration.max_parallel_tasks) == (1, second, 3)
+    write_project(tmp_path, ENGINE_SQLITE + WAREHOUSE_DUCKDB + "Orchestration:\n  Max_parallel_tasks: 5\n")
+    assert (load_config(tmp_path).orchestration.max_parallel_tasks, len(composed)) == (5, 2)
+    write_project(tmp_path, ENGINE_SQLITE + WAREHOUSE_DUCKDB + "Engine:\n  dialect: sqlite\n")
+    for _ in range(2):  # a refused text is refused on every load, never remembered as good
+        assert "the key 'Engine' appears twice at the top level" in load_error(tmp_path)
