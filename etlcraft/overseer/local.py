@@ -192,6 +192,7 @@ class RunLoop:
                     raise
         finally:
             heartbeat.stop()
+            self.supervisor.close()
             if self.listener is not None:
                 self.listener.close()
             if self.alerts is not None:

@@ -207,6 +207,7 @@ class Server:
                         call(self.db, "stop_overseer", overseer_id=self.overseer_id, reason=self.stop_reason)
                     self.log(f"overseer {self.overseer_id} {self.stop_reason}")
         finally:
+            self.supervisor.close()
             self.lock.release()
 
     def _register(self) -> None:

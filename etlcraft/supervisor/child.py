@@ -7,6 +7,7 @@ outcome and ends at once with os._exit (B53: a lingering script thread cannot ho
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -15,6 +16,8 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from functools import cache
+from multiprocessing.connection import Connection
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -35,6 +38,8 @@ from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
 
 LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG
 EXIT_SUCCESS, EXIT_FAILED, EXIT_NOT_RECORDED = 0, 1, 3
+#: The outcome this process recorded, by its exit code (EXIT_NOT_RECORDED: none; the supervisor reads or records it).
+RECORDED = {EXIT_SUCCESS: "SUCCESS", EXIT_FAILED: "FAILED"}
 
 #: The Engine DB of the process the fork server was forked from (see inherit()), and the connection pools it
 #: had, which a task process keeps referenced so that nothing ever closes them from here.
@@ -74,9 +79,64 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
     raise Stopped(f"stopped by {signal.Signals(signum).name}")
 
 
-def main(request: ChildRequest) -> None:
-    """Entry point in the forked child. Never returns: the process ends with os._exit."""
+def main(request: ChildRequest, reports: Connection | None = None) -> None:
+    """Entry point in a task process forked for its attempt; it reports its outcome on `reports`. Never returns: the
+    process ends with os._exit."""
     os.setsid()
+    _attempt(request, None, reports)
+
+
+def spare(requests: Connection, base: ChildRequest) -> None:
+    """Entry point in a spare task process: forked before its attempt is claimed, it opens its Engine DB connection
+    (`base` names the Engine DB) while the supervisor's other task processes run, then waits for its attempt's
+    request on `requests` (where it reports its outcome later). So a claimed attempt starts with neither a fork nor
+    a new connection on its path. The supervisor closing its end (or going) ends a spare that was never given an
+    attempt, quietly. Never returns."""
+    os.setsid()
+    db: EngineDB | None = None
+    try:
+        db = engine_db(base)
+        _warm_session(db)
+    except Exception:  # the attempt's own first call connects again and rides out an outage
+        db = None
+    try:
+        request = requests.recv()
+    except (EOFError, OSError):
+        os._exit(0)
+    _attempt(request, db, requests)
+
+
+def _warm_session(db: EngineDB) -> None:
+    """Open the spare's Engine DB connection (it goes back to the task process's own pool, for the attempt's first
+    call) and, on PostgreSQL, warm its new backend: compile start_attempt and finish_attempt and load the catalog
+    entries of the attempt's table, which a new backend otherwise does during the attempt's own calls (2 to 3 ms of
+    each attempt's path, measured in release/benchmarks/overhead.md). Nothing is written: each function is called
+    for no attempt and refuses (EC021) inside a block that discards the refusal, so no error reaches the server's
+    log either. The context read is not planned ahead: its plan is not kept, so planning it twice costs more than it
+    saves."""
+    if not db.is_postgres:
+        with db.engine.connect():
+            return
+    with db.single_statement() as conn:
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.execute(_warm_block(db.schema))
+
+
+@cache
+def _warm_block(schema: str) -> str:
+    calls = (f"{schema}.start_attempt(p_attempt_id => NULL, p_owner_id => '', p_host => '', p_pid => 0, "
+             "p_process_start => '', p_actor => '', p_actor_kind => 'SYSTEM')",
+             f"{schema}.finish_attempt(p_attempt_id => NULL, p_owner_id => '', p_status => 'SUCCESS', p_actor => '', "
+             "p_actor_kind => 'SYSTEM')")
+    blocks = "".join(f" BEGIN PERFORM {c}; EXCEPTION WHEN OTHERS THEN NULL; END;" for c in calls)
+    return f"DO $$BEGIN{blocks} END$$"
+
+
+def _attempt(request: ChildRequest, db: EngineDB | None, reports: Connection | None) -> None:
+    """Run the attempt `request` names in this process (`db`: its Engine DB, opened already, or None) and end it.
+    Once its outcome is recorded, (status, exit code) goes to the supervisor on `reports`, before the process
+    ends: the supervisor goes on without waiting for the process to be gone (it still holds its slot until then)."""
     try:
         _capture_output(request.log_path)
     except OSError as exc:  # nothing ran yet: the attempt is still CLAIMED, and is recorded FAILED with the error
@@ -86,9 +146,12 @@ def main(request: ChildRequest) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     code = EXIT_NOT_RECORDED
     try:
-        code = run_attempt(request)
+        code = run_attempt(request, db)
     except BaseException:
         traceback.print_exc()
+    if reports is not None and code in RECORDED:
+        with contextlib.suppress(OSError):  # the supervisor went: nothing to tell
+            reports.send((RECORDED[code], code))
     _exit(code)
 
 
@@ -137,8 +200,11 @@ def engine_db(request: ChildRequest) -> EngineDB:
     return db
 
 
-def run_attempt(request: ChildRequest) -> int:
-    db = engine_db(request)
+def run_attempt(request: ChildRequest, db: EngineDB | None = None) -> int:
+    if db is None:
+        db = engine_db(request)
+    else:
+        db.clock.pin(datetime.fromisoformat(request.clock) if request.clock else None)
     actor = Actor(request.actor_name, ActorKind(request.actor_kind))
     with acting_as(actor):
         try:

@@ -15,6 +15,8 @@ import signal
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -27,10 +29,12 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_one
-from etlcraft.supervisor.child import ChildRequest, inherit, main
+from etlcraft.supervisor.child import ChildRequest, inherit, main, spare
 from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
 
 STOP_GRACE_SECONDS = 10.0
+#: Task processes kept started ahead of their attempts, each with its Engine DB connection open (issue 27).
+SPARES = 1
 
 
 @dataclass
@@ -41,10 +45,23 @@ class Child:
     log_path: Path
     deadline: float | None  # time.monotonic() after which the attempt times out
     stop_sent: float | None = None  # when SIGTERM went to its group
+    #: The task process's report channel: once it has recorded its attempt's outcome, it sends (status, exit code)
+    #: there before it exits, so that the attempt is reported ended without waiting for the process to be gone.
+    reports: Connection | None = None
+    reported: Ended | None = None  # what it reported; the process still holds its slot until it is gone
 
     @property
     def pgid(self) -> int | None:
         return self.process.pid
+
+
+@dataclass(frozen=True)
+class Spare:
+    """A task process started before its attempt: it waits for its request on `requests` (etlcraft.supervisor.child's
+    spare)."""
+
+    process: BaseProcess
+    requests: Connection  # duplex: the request goes down, the task process's report comes back up
 
 
 @dataclass(frozen=True)
@@ -65,6 +82,7 @@ class LocalSupervisor:
     slots: int
     log_dir: Path
     children: dict[int, Child] = field(default_factory=dict)
+    spares: list[Spare] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         try:  # before any attempt is claimed, so that this failure leaves none claimed (B2)
@@ -77,10 +95,12 @@ class LocalSupervisor:
             ) from exc
         inherit(self.db)
         ensure_fork_server(self.db.dialect)  # now, while this process has one thread: before the heartbeat starts
+        self._top_up()
 
     @property
     def free(self) -> int:
-        return self.slots - len(self.children)
+        """Slots free for new attempts: a task process that reported its outcome is ending and holds none."""
+        return self.slots - sum(1 for c in self.children.values() if c.reported is None)
 
     def start(self, attempt_id: int, task_code: str, timeout_seconds: float | None,
               log_dir: Path | None = None) -> Child:
@@ -95,35 +115,68 @@ class LocalSupervisor:
         pinned = self.db.clock.pinned
         request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path),
                           clock=pinned.isoformat() if pinned else None)
-        process = CONTEXT.Process(target=main, args=(request,), name=f"etl-craft {task_code} {attempt_id}")
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
-        child = Child(attempt_id, task_code, process, log_path, deadline)
         with holding_stops():
-            try:
-                process.start()
-            except Exception as exc:
-                reason = (f"could not start the task process of attempt {attempt_id} ({task_code}): "
-                          f"{type(exc).__name__}: {exc}")
-                self._record(child, "FAILED", f"{reason}; the attempt did not run; run the task again once the "
-                                              "cause is fixed", started=False)
-                raise EtlCraftError(f"{reason}; attempt {attempt_id} is recorded FAILED and did not run; fix the "
-                                    "cause (process limits, memory, the fork server) and run again") from exc
+            handed = self._hand_to_spare(request)
+            if handed is None:
+                reports, theirs = Pipe(duplex=False)
+                process = CONTEXT.Process(target=main, args=(request, theirs),
+                                          name=f"etl-craft {task_code} {attempt_id}")
+                child = Child(attempt_id, task_code, process, log_path, deadline, reports=reports)
+                try:
+                    process.start()
+                except Exception as exc:
+                    reports.close()
+                    reason = (f"could not start the task process of attempt {attempt_id} ({task_code}): "
+                              f"{type(exc).__name__}: {exc}")
+                    self._record(child, "FAILED", f"{reason}; the attempt did not run; run the task again once the "
+                                                  "cause is fixed", started=False)
+                    raise EtlCraftError(f"{reason}; attempt {attempt_id} is recorded FAILED and did not run; fix the "
+                                        "cause (process limits, memory, the fork server) and run again") from exc
+                finally:
+                    theirs.close()
+            else:
+                child = Child(attempt_id, task_code, handed.process, log_path, deadline, reports=handed.requests)
             self.children[attempt_id] = child
         return child
 
+    def close(self) -> None:
+        """End the spare task processes (none of them holds an attempt). Task processes running attempts are left
+        alone: stop_all() stops those."""
+        spares, self.spares = self.spares, []
+        for idle in spares:
+            idle.requests.close()  # a spare that waits for its request reads the end of it and exits
+        for idle in spares:
+            idle.process.join(timeout=1.0)
+            if idle.process.is_alive():  # still connecting: nothing of an attempt is in it
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(idle.process.pid or 0, signal.SIGKILL)
+                idle.process.join(timeout=5)
+
     def wait(self, timeout: float, wake: Sequence[int] = ()) -> list[Ended]:
-        """Wait up to `timeout` seconds for children to end (or time out), or for one of the `wake` file descriptors
-        to become readable; report the children that ended."""
-        now = time.monotonic()
-        deadlines = [c.deadline - now for c in self.children.values() if c.deadline and c.stop_sent is None]
-        limit = max(0.0, min([timeout, *deadlines]))
-        waited = [c.process.sentinel for c in self.children.values()] + list(wake)
-        if not waited:
-            time.sleep(limit)
-            return []
-        wait_for(waited, timeout=limit)
-        self._enforce_deadlines()
-        return [self._reap(child) for child in list(self.children.values()) if not child.process.is_alive()]
+        """Wait up to `timeout` seconds for attempts to end (reported by their task process, or their process gone,
+        or timed out), or for one of the `wake` file descriptors to become readable; report the attempts that ended.
+        A task process that reported its outcome earlier and is now gone is reaped without ending the wait."""
+        until = time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            deadlines = [c.deadline - now for c in self.children.values()
+                         if c.deadline and c.stop_sent is None and c.reported is None]
+            limit = max(0.0, min([until - now, *deadlines]))
+            self._top_up()
+            reporting = {c.reports: c for c in self.children.values() if c.reports is not None and c.reported is None}
+            waited = [c.process.sentinel for c in self.children.values()] + list(reporting) + list(wake)
+            if not waited:
+                time.sleep(limit)
+                return []
+            ready = wait_for(waited, timeout=limit)
+            ended = [report for channel, child in reporting.items() if channel in ready
+                     for report in [self._report(child)] if report is not None]
+            self._enforce_deadlines()
+            gone = [self._reap(child) for child in list(self.children.values()) if not child.process.is_alive()]
+            ended += [e for e in gone if e is not None]
+            if ended or not ready or any(w in ready for w in wake) or time.monotonic() >= until:
+                return ended
 
     def stop_all(self, reason: str, only: Collection[int] | None = None,
                  grace_seconds: float = STOP_GRACE_SECONDS) -> list[Ended]:
@@ -143,13 +196,59 @@ class LocalSupervisor:
             if child.process.is_alive():
                 self._signal(child, signal.SIGKILL)
                 child.process.join(timeout=5)
-        return [self._reap(child) for child in stopping]
+        return [e for e in (self._reap(child) for child in stopping) if e is not None]
 
     # -- internals -------------------------------------------------------------------------------------------
+
+    def _top_up(self) -> None:
+        """Keep SPARES task processes started ahead (fewer when this supervisor has fewer slots): each forks from the
+        fork server and connects to the Engine DB while other task processes run, off the path of the next claim.
+        One that has died meanwhile is replaced; one that cannot be started now is simply not kept."""
+        for gone in [s for s in self.spares if not s.process.is_alive()]:
+            gone.requests.close()
+            self.spares.remove(gone)
+        while len(self.spares) < min(SPARES, self.slots):
+            theirs, ours = Pipe()
+            process = CONTEXT.Process(target=spare, args=(theirs, self.request_base), name="etl-craft spare")
+            try:
+                process.start()
+            except Exception:  # the next attempt starts a task process of its own and reports why
+                ours.close()
+                return
+            finally:
+                theirs.close()
+            self.spares.append(Spare(process, ours))
+
+    def _hand_to_spare(self, request: ChildRequest) -> Spare | None:
+        """Give `request` to a spare task process; the spare (its channel now carries the report back), or None when
+        no spare could take it."""
+        while self.spares:
+            idle = self.spares.pop(0)
+            try:
+                idle.requests.send(request)
+            except OSError:  # it died while it waited (killed, out of memory): no attempt was in it
+                idle.requests.close()
+                continue
+            return idle
+        return None
+
+    def _report(self, child: Child) -> Ended | None:
+        """The outcome the task process reported it recorded, if it sent one (else it ended without: _reap tells)."""
+        assert child.reports is not None
+        try:
+            status, code = child.reports.recv()
+        except Exception:  # it went without a whole report (EOF, or killed while sending)
+            child.reports.close()
+            child.reports = None
+            return None
+        child.reported = Ended(child.attempt_id, child.task_code, str(status), int(code))
+        return child.reported
 
     def _enforce_deadlines(self) -> None:
         now = time.monotonic()
         for child in self.children.values():
+            if child.reported is not None:  # it recorded its outcome and is ending
+                continue
             if child.deadline and child.stop_sent is None and now >= child.deadline:
                 self._time_out(child)
             elif child.stop_sent is not None and now - child.stop_sent > STOP_GRACE_SECONDS:
@@ -193,8 +292,16 @@ class LocalSupervisor:
             return False
         return True
 
-    def _reap(self, child: Child) -> Ended:
+    def _reap(self, child: Child) -> Ended | None:
+        """The child's process is gone: its slot is free. Its outcome, unless it reported it already (None then);
+        recorded FAILED on its behalf when it ended without recording one."""
         child.process.join(timeout=5)
+        if child.reports is not None:
+            child.reports.close()
+        if child.reported is not None:
+            del self.children[child.attempt_id]
+            self._end_group(child)
+            return None
         status = self._status(child.attempt_id)
         del self.children[child.attempt_id]  # once its outcome is known: an outage cannot lose track of it (B27)
         if status in (AttemptStatus.CLAIMED, AttemptStatus.RUNNING):
@@ -204,10 +311,13 @@ class LocalSupervisor:
                                              f"see its log {child.log_path}"):
                 fault_point("failure_recorded")
             status = self._status(child.attempt_id)
+        self._end_group(child)
+        return Ended(child.attempt_id, child.task_code, status, child.process.exitcode)
+
+    def _end_group(self, child: Child) -> None:
         if child.pgid:  # nothing of the attempt may outlive it: its process group goes too
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pgid, signal.SIGKILL)
-        return Ended(child.attempt_id, child.task_code, status, child.process.exitcode)
 
     def _status(self, attempt_id: int) -> str:
         """The attempt's status, read again while the Engine DB is briefly unreachable (for as long as the lease)."""

@@ -107,6 +107,7 @@ class Worker:
                     pass
                 return code
         finally:
+            self.supervisor.close()
             self.listener.close()
 
     @contextlib.contextmanager

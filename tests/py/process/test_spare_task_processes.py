@@ -1,0 +1,163 @@
+"""Spare task processes and outcome reports (issue 27), on a real supervisor of task processes (LocalSupervisor) and
+a fresh PostgreSQL Engine DB: an attempt runs in the task process that was forked and connected before it was
+claimed, one process per attempt still; a task process that recorded its outcome reports it before it ends, so its
+run goes on (and its slot is free) even while the process lingers; spares that die are replaced and close() ends
+them. The `etl-craft run` and `etl-craft server` suites run every attempt through the same supervisor."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from etlcraft.config.loader import load_config
+from etlcraft.engine.db import EngineDB
+from etlcraft.engine.functions import call
+from etlcraft.engine.settings import engine_id
+from etlcraft.services.runs import run_settings
+from etlcraft.supervisor.local import Ended, LocalSupervisor
+from etlcraft.supervisor.pools import AttemptSpec, LocalPool
+from tests.py.conftest import PgServer
+from tests.py.process.test_pool_contract import Setup, _setup
+from tests.py.support.project import MARK, Task, release, wait_for
+
+pytestmark = [pytest.mark.process, pytest.mark.postgres]
+
+#: A task that records its outcome, then blocks in logging.shutdown() (its own handler's close) as its process ends.
+LINGER_SCRIPT = MARK + '''
+import logging
+import os
+import time
+
+from etlcraft.scripting import ScriptResult
+
+
+class Blocking(logging.Handler):
+    def emit(self, record):
+        pass
+
+    def close(self):
+        time.sleep(300)
+
+
+def run(task):
+    logging.getLogger().addHandler(Blocking())
+    marks = task.project_dir / "marks"
+    marks.mkdir(exist_ok=True)
+    mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
+    return ScriptResult(row_count=1)
+'''
+
+
+@pytest.fixture
+def fresh_pg(pg_server: PgServer) -> Iterator[str]:
+    name = pg_server.create()
+    yield pg_server.url_for(name)
+    pg_server.drop(name)
+
+
+@contextmanager
+def _supervisor(setup: Setup, run_id: int, slots: int = 2) -> Iterator[tuple[EngineDB, LocalSupervisor, LocalPool]]:
+    db = setup.db()
+    me = f"spare-test-{os.getpid()}"
+    call(db, "start_run", run_id=run_id, owner_id=me, lease_seconds=120)
+    settings = run_settings(db, load_config(setup.root), "p", run_id, None, me, engine_id(db))
+    supervisor = LocalSupervisor(db, me, settings.child, slots, settings.log_dir)
+    try:
+        yield db, supervisor, LocalPool(db, supervisor)
+    finally:
+        supervisor.stop_all("the test ended", grace_seconds=1)
+        supervisor.close()
+
+
+def _queued(setup: Setup, db: EngineDB, run_id: int, task_code: str) -> AttemptSpec:
+    task = next(t for t in call(db, "ready_tasks", run_id=run_id) if t.task_code == task_code)
+    queued = call(db, "queue_attempt", run_id=run_id, task_id=task.task_id)[0]
+    row = setup.rows("SELECT TASK_RUN_ID, POOL, SLOT_KIND FROM {S}AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = :a",
+                     a=queued.attempt_id)[0]
+    return AttemptSpec(int(queued.attempt_id), int(row["task_run_id"]), run_id, "proc", "p", task_code, "PYTHON",
+                       str(row["pool"]), str(row["slot_kind"]), None, 60)
+
+
+def _ended(supervisor: LocalSupervisor, timeout: float = 30) -> list[Ended]:
+    """What the supervisor reports within `timeout` seconds (waiting until something is reported)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ended = supervisor.wait(min(1.0, max(0.0, deadline - time.monotonic())))
+        if ended:
+            return ended
+    return []
+
+
+def _mark_pid(setup: Setup, task_code: str, attempt_id: int) -> int:
+    return int((setup.root / "marks" / f"{task_code}.{attempt_id}.start").read_text().split()[1])
+
+
+def test_an_attempt_runs_in_the_spare_task_process_forked_before_its_claim(tmp_path: Path, fresh_pg: str) -> None:
+    with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a", {"hold": "a"}), Task("b")]}) as setup:
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id) as (db, supervisor, pool):
+            assert len(supervisor.spares) == 1  # started with the supervisor, before any claim
+            spare = supervisor.spares[0].process
+            spec = _queued(setup, db, run_id, "a")
+            pool.submit(spec)
+            assert supervisor.children[spec.attempt_id].process is spare
+            assert supervisor.spares == []  # taken: the next one is forked when the supervisor next waits
+            setup.wait_started("a")
+            assert _mark_pid(setup, "a", spec.attempt_id) == spare.pid
+            release(setup.root, "a")
+            assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(spec.attempt_id, "SUCCESS")]
+            assert setup.rows("SELECT PID FROM {S}AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = :a",
+                              a=spec.attempt_id)[0]["pid"] == spare.pid
+            assert len(supervisor.spares) == 1 and supervisor.spares[0].process.pid != spare.pid
+            second = _queued(setup, db, run_id, "b")  # one process per attempt: the next runs in the new spare
+            pool.submit(second)
+            assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(second.attempt_id, "SUCCESS")]
+            assert _mark_pid(setup, "b", second.attempt_id) not in (spare.pid, os.getpid())
+            assert setup.rows("SELECT COUNT(DISTINCT PID) AS n FROM {S}AUD_TASK_ATTEMPTS")[0]["n"] == 2
+
+
+def test_an_outcome_is_reported_before_the_task_process_ends_and_its_slot_is_free(
+        tmp_path: Path, fresh_pg: str) -> None:
+    tasks = {"p": [Task("slow_exit", script="linger.py")]}
+    with _setup(tmp_path, fresh_pg, "local", tasks) as setup:
+        (setup.root / "ingestion_scripts" / "linger.py").write_text(LINGER_SCRIPT)
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id, slots=1) as (db, supervisor, pool):
+            spec = _queued(setup, db, run_id, "slow_exit")
+            pool.submit(spec)
+            ended = _ended(supervisor)
+            assert [(e.attempt_id, e.status, e.exit_code) for e in ended] == [(spec.attempt_id, "SUCCESS", 0)]
+            child = supervisor.children[spec.attempt_id]
+            assert child.process.is_alive()  # blocked in its logging handler's close(), after the report
+            assert supervisor.free == 1  # it holds no slot: its attempt has ended
+            assert supervisor.wait(0.5) == []  # reported once
+            os.killpg(child.process.pid or 0, signal.SIGKILL)
+            wait_for(lambda: not supervisor.wait(0.2) and not supervisor.children, timeout=30,
+                     what="the lingering task process to be reaped")
+            statuses = setup.rows("SELECT STATUS FROM {S}AUD_TASK_ATTEMPTS ORDER BY ATTEMPT_ID")
+            assert [r["status"] for r in statuses] == ["SUCCESS"]  # its kill after the outcome changed nothing
+
+
+def test_a_spare_that_died_is_replaced_and_close_ends_the_spares(tmp_path: Path, fresh_pg: str) -> None:
+    with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a")]}) as setup:
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id) as (db, supervisor, pool):
+            dead = supervisor.spares[0].process
+            os.kill(dead.pid or 0, signal.SIGKILL)
+            dead.join(timeout=10)
+            assert supervisor.wait(0.1) == []
+            assert len(supervisor.spares) == 1 and supervisor.spares[0].process.pid != dead.pid
+            spec = _queued(setup, db, run_id, "a")
+            pool.submit(spec)
+            assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(spec.attempt_id, "SUCCESS")]
+            spares = [s.process for s in supervisor.spares]
+            assert spares
+            supervisor.close()
+            assert supervisor.spares == []
+            assert not any(p.is_alive() for p in spares)
