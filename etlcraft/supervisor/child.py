@@ -67,6 +67,9 @@ class ChildRequest:
     clock: str | None = None
     #: The tasks this command forces (`run --task-code T --force`): their attempts run with TaskContext.force.
     forced_task_ids: frozenset[int] = frozenset()
+    #: The attempt's context rows (the attempt_context query), read by the supervisor on its warm connection when it
+    #: hands the attempt over; None: the task process reads them itself.
+    context: tuple[dict[str, Any], ...] | None = None
 
 
 class Stopped(KeyboardInterrupt):
@@ -229,9 +232,14 @@ def run_attempt(request: ChildRequest, db: EngineDB | None = None) -> int:
 def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
     """What the attempt runs with: its task, run and offset, the task's parameters and the bundle its run pinned.
     One read (attempt_context: a row per parameter, the bundle on the first) of what no one changes while the
-    attempt is RUNNING, in a transaction of its own (read_alone): one round trip on the path of every attempt."""
-    with db.read_alone() as conn:
-        rows = fetch_all(db, conn, "attempt_context", attempt_id=request.attempt_id)
+    attempt is live (one live attempt per task run, one run in progress per pipeline): the supervisor made it when
+    it handed the attempt over (request.context), on a connection whose session has planned it before, so this
+    process's new Engine DB session does not; else it is read here, in a transaction of its own (read_alone)."""
+    if request.context is not None:
+        rows = list(request.context)
+    else:
+        with db.read_alone() as conn:
+            rows = fetch_all(db, conn, "attempt_context", attempt_id=request.attempt_id)
     assert rows, f"attempt {request.attempt_id} vanished"
     row = rows[0]
     parameters = {r["parameter_name"]: r["parameter_value"] for r in rows if r["parameter_name"] is not None}

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 from etlcraft.core.enums import AttemptStatus
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
@@ -28,7 +29,7 @@ from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
-from etlcraft.engine.queries import fetch_one
+from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import ChildRequest, inherit, main, spare
 from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
 
@@ -114,7 +115,7 @@ class LocalSupervisor:
         log_path = folder / f"{task_code}.{attempt_id}.log"
         pinned = self.db.clock.pinned
         request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path),
-                          clock=pinned.isoformat() if pinned else None)
+                          clock=pinned.isoformat() if pinned else None, context=self._context(attempt_id))
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
         with holding_stops():
             handed = self._hand_to_spare(request)
@@ -218,6 +219,16 @@ class LocalSupervisor:
             finally:
                 theirs.close()
             self.spares.append(Spare(process, ours))
+
+    def _context(self, attempt_id: int) -> tuple[dict[str, Any], ...] | None:
+        """The attempt's context rows for its task process (etlcraft.supervisor.child's _context), read on this
+        supervisor's connection; None (the task process reads them) when they cannot be read now."""
+        try:
+            with self.db.read_alone() as conn:
+                rows = fetch_all(self.db, conn, "attempt_context", attempt_id=attempt_id)
+        except EtlCraftError:
+            return None
+        return tuple(rows) or None
 
     def _hand_to_spare(self, request: ChildRequest) -> Spare | None:
         """Give `request` to a spare task process; the spare (its channel now carries the report back), or None when

@@ -74,3 +74,32 @@ def test_attempt_context__pinned_bundle__its_manifest_on_one_row_only(engine_db:
         rows = fetch_all(engine_db, conn, "attempt_context", attempt_id=claimed.attempt_id)
     assert [(r["parameter_name"], r["manifest"], r["bundle_id"] is not None) for r in rows] == [
         ("region", manifest, True), ("since", None, True)]
+
+
+def test_task_context__read_by_the_supervisor__the_task_process_sends_no_statement(
+        engine_db: EngineDB, tmp_path: Path) -> None:
+    """The supervisor reads the context on its own connection as it hands the attempt over (ChildRequest.context),
+    so a task process, whose Engine DB session is new, neither plans nor sends the read."""
+    from dataclasses import replace
+
+    from etlcraft.supervisor.local import LocalSupervisor
+
+    attempts = Attempts(engine_db)
+    claimed = attempts.claimed("ingest")
+    _parameters(engine_db, attempts.task_id("ingest"))
+    (tmp_path / CONFIG_FILE).write_text("Engine:\n  dialect: sqlite\n  path: engine.db\n"
+                                        "Warehouse:\n  dialect: duckdb\n  path: warehouse.duckdb\n")
+    request = ChildRequest(attempt_id=claimed.attempt_id, owner_id=OWNER, project_dir=str(tmp_path),
+                           engine_url="", engine_schema="", engine_password=None, log_path="",
+                           actor_name="test", actor_kind="USER", lease_seconds=60)
+    supervisor = object.__new__(LocalSupervisor)  # its context read only: no fork server, no spare
+    supervisor.db = engine_db
+    rows = supervisor._context(claimed.attempt_id)
+    assert rows is not None
+    sent, note = _statements(engine_db)
+    try:
+        handed = _context(engine_db, replace(request, context=rows))
+    finally:
+        sa.event.remove(engine_db.engine, "before_cursor_execute", note)
+    assert sent == []
+    assert handed == _context(engine_db, request)
