@@ -282,6 +282,8 @@ class RunDriver:
         self.last_pass_full = False
         found: dict[int, Any] = {}
         for task_id in dict.fromkeys(self.settled):
+            if task_id in self.tasks and not self.tasks[task_id]["has_successors"]:
+                continue  # nothing of the pipeline depends on it (a fan-out's leaves): no call to make
             found.update((t.task_id, t) for t in call(self.db, "ready_successors", run_id=self.run_id,
                                                      task_id=task_id))
         self.settled.clear()

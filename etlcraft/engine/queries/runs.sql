@@ -226,8 +226,14 @@ SELECT a.ATTEMPT_ID, a.STATUS, a.OWNER_ID, a.POOL, a.SLOT_KIND, a.PIPELINE_RUN_I
  ORDER BY a.ATTEMPT_ID;
 
 -- name: run_task_specs :many
--- What a pool is told of each active task of the run's pipeline: its code, handler, project and pipeline.
-SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, p.PIPELINE_CODE, pr.PROJECT_CODE
+-- What a pool is told of each active task of the run's pipeline: its code, handler, project and pipeline; and
+-- whether an active task of the pipeline depends on it (HAS_SUCCESSORS), so that the run loop does not ask
+-- ready_successors about a task with nothing downstream.
+SELECT t.TASK_ID, t.TASK_CODE, t.HANDLER, p.PIPELINE_CODE, pr.PROJECT_CODE,
+       CASE WHEN EXISTS (SELECT 1 FROM {CFG_TASK_DEPENDENCY} d JOIN {CFG_TASKS} s ON s.TASK_ID = d.TASK_ID
+                          WHERE d.DEPENDS_ON_TASK_ID = t.TASK_ID AND d.ACTIVE_FLAG = 'Y'
+                            AND s.PIPELINE_ID = t.PIPELINE_ID AND s.ACTIVE_FLAG = 'Y')
+            THEN 1 ELSE 0 END AS HAS_SUCCESSORS
   FROM {AUD_PIPELINES_RUN_LOG} r
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID
   JOIN {CFG_PROJECTS} pr ON pr.PROJECT_ID = p.PROJECT_ID
