@@ -17,7 +17,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.queries import fetch_all
 from etlcraft.supervisor.child import ChildRequest, _context
-from tests.py.support.attempts import OWNER, Attempts
+from tests.py.support.attempts import OWNER, Attempts, Queued
 
 PARAMETERS = {"since": "2026-01-01", "region": "EU", "off": None}  # "off" is switched off (ACTIVE_FLAG 'N')
 
@@ -42,7 +42,9 @@ def _statements(db: EngineDB) -> tuple[list[str], Any]:
     return sent, note
 
 
-def test_task_context__parameters_and_no_bundle__one_statement(engine_db: EngineDB, tmp_path: Path) -> None:
+def _claimed_with_parameters(engine_db: EngineDB, tmp_path: Path) -> tuple[Attempts, Queued, ChildRequest]:
+    """A claimed attempt of task "ingest" with PARAMETERS, a project folder in `tmp_path`, and its task process's
+    request (no context handed over)."""
     attempts = Attempts(engine_db)
     claimed = attempts.claimed("ingest")
     _parameters(engine_db, attempts.task_id("ingest"))
@@ -51,6 +53,11 @@ def test_task_context__parameters_and_no_bundle__one_statement(engine_db: Engine
     request = ChildRequest(attempt_id=claimed.attempt_id, owner_id=OWNER, project_dir=str(tmp_path),
                            engine_url="", engine_schema="", engine_password=None, log_path="",
                            actor_name="test", actor_kind="USER", lease_seconds=60)
+    return attempts, claimed, request
+
+
+def test_task_context__parameters_and_no_bundle__one_statement(engine_db: EngineDB, tmp_path: Path) -> None:
+    attempts, claimed, request = _claimed_with_parameters(engine_db, tmp_path)
     sent, note = _statements(engine_db)
     try:
         context = _context(engine_db, request)
@@ -84,14 +91,7 @@ def test_task_context__read_by_the_supervisor__the_task_process_sends_no_stateme
 
     from etlcraft.supervisor.local import LocalSupervisor
 
-    attempts = Attempts(engine_db)
-    claimed = attempts.claimed("ingest")
-    _parameters(engine_db, attempts.task_id("ingest"))
-    (tmp_path / CONFIG_FILE).write_text("Engine:\n  dialect: sqlite\n  path: engine.db\n"
-                                        "Warehouse:\n  dialect: duckdb\n  path: warehouse.duckdb\n")
-    request = ChildRequest(attempt_id=claimed.attempt_id, owner_id=OWNER, project_dir=str(tmp_path),
-                           engine_url="", engine_schema="", engine_password=None, log_path="",
-                           actor_name="test", actor_kind="USER", lease_seconds=60)
+    _, claimed, request = _claimed_with_parameters(engine_db, tmp_path)
     supervisor = object.__new__(LocalSupervisor)  # its context read only: no fork server, no spare
     supervisor.db = engine_db
     rows = supervisor._context(claimed.attempt_id)
