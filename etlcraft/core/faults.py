@@ -28,7 +28,7 @@ POINTS = (
     "child_started",  # in the task process, after start_attempt committed (RUNNING)
     "handler_done",  # in the task process, after the handler returned, before finish_attempt
     "outcome_recorded",  # in the task process, after finish_attempt committed (SUCCESS or FAILED, with the offset)
-    "child_reaped",  # in the parent, after a task process ended, before its attempt is checked
+    "child_reaped",  # in the parent, once a task process reported its outcome or ended, before the run goes on
     "failure_recorded",  # in the parent, after it recorded FAILED for a task process that recorded nothing
     "attempt_timed_out",  # in the parent, after time_out_attempt committed, before the task process is stopped
     "before_finalize",  # in the parent, when nothing is left to run, before finalize_run
