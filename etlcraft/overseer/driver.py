@@ -62,7 +62,7 @@ class RunState:
     next_queued: datetime | None  # when its earliest QUEUED attempt is due (a retry's NOT_BEFORE, else now)
     next_check: datetime | None  # the next look at a task gate that waits
     foreign_live: int  # its attempts of LOCAL pools live under another owner
-    queue_live: int  # its attempts of QUEUE pools QUEUED, CLAIMED or RUNNING (workers run them)
+    queue_live: bool  # any of its attempts of QUEUE pools QUEUED, CLAIMED or RUNNING (workers run them)
     pause: dict[str, Any] | None  # its pipeline's open pause
 
     @property
@@ -83,7 +83,7 @@ def read_states(db: EngineDB, owner_id: str, run_ids: Collection[int]) -> dict[i
         next_queued=as_utc(r["next_queued"]) if r["next_queued"] is not None else None,
         next_check=as_utc(r["next_check"]) if r["next_check"] is not None else None,
         foreign_live=int(r["foreign_live"] or 0),
-        queue_live=int(r["queue_live"] or 0),
+        queue_live=bool(r["queue_live"]),
         pause=None if r["paused_at"] is None else {"pipeline_code": r["pipeline_code"], "paused_by": r["paused_by"],
                                                    "pause_reason": r["pause_reason"]},
     ) for r in rows}
@@ -167,7 +167,7 @@ class RunDriver:
         if self.new_gate_wait:  # a gate began to wait in this turn: its next look is not in the state read before
             state = self.read_state()
         if self.children:
-            self.queue_waiting = bool(state.queue_live)
+            self.queue_waiting = state.queue_live
             self.wake_at = now + self._until_due(state)
             return True
         if not dispatch:
@@ -180,7 +180,7 @@ class RunDriver:
             return True
         if state.foreign_live and self._foreign_attempts_live():
             return True
-        self.queue_waiting = bool(state.queue_live)
+        self.queue_waiting = state.queue_live
         if self.queue_waiting:
             self._wait_for_workers()
             return True

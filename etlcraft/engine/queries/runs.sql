@@ -167,12 +167,23 @@ SELECT ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON, p.PIPELINE_CODE
 -- looks at in that turn; "another owner" is one other than :owner_id. Per run: whether a cancel was asked for, when its earliest QUEUED
 -- attempt is due (NOT_BEFORE, else since it was queued: it waits for a slot), the next look of a task gate that
 -- waits, how many of its attempts are live under another owner, and its pipeline's open pause. Attempts of QUEUE
--- pools (workers run them) count apart: QUEUE_LIVE is how many of them are QUEUED, CLAIMED or RUNNING.
+-- pools (workers run them) count apart: QUEUE_LIVE is 1 when any of them is QUEUED, CLAIMED or RUNNING (the QUEUED
+-- ones found from the QUEUE pools by ix_attempts_run_queue, the others among the live attempts), else 0.
+-- NEXT_QUEUED is the earlier of the first NOT_BEFORE and the first QUEUED_AT of the attempts without one, each the
+-- first entry of ix_attempts_run_due (migration 0024): two probes, however many attempts the run has queued.
 SELECT r.PIPELINE_RUN_ID, r.CANCEL_REQUESTED_AT, p.PIPELINE_CODE,
-       (SELECT MIN(COALESCE(a.NOT_BEFORE, a.QUEUED_AT)) FROM {AUD_TASK_ATTEMPTS} a
-         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS = 'QUEUED'
-           AND NOT EXISTS (SELECT 1 FROM {CFG_POOLS} cp WHERE cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y'
-                              AND cp.PROVIDER = 'QUEUE')) AS NEXT_QUEUED,
+       (SELECT MIN(d.DUE) FROM (
+          SELECT (SELECT a.NOT_BEFORE FROM {AUD_TASK_ATTEMPTS} a
+                   WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS = 'QUEUED' AND a.NOT_BEFORE IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM {CFG_POOLS} cp WHERE cp.POOL_NAME = a.POOL
+                                        AND cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE')
+                   ORDER BY a.NOT_BEFORE LIMIT 1) AS DUE
+          UNION ALL
+          SELECT (SELECT a.QUEUED_AT FROM {AUD_TASK_ATTEMPTS} a
+                   WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS = 'QUEUED' AND a.NOT_BEFORE IS NULL
+                     AND NOT EXISTS (SELECT 1 FROM {CFG_POOLS} cp WHERE cp.POOL_NAME = a.POOL
+                                        AND cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE')
+                   ORDER BY a.QUEUED_AT LIMIT 1)) d) AS NEXT_QUEUED,
        (SELECT MIN(w.NEXT_CHECK_AT) FROM {AUD_GATE_WAITS} w
          WHERE w.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND w.TASK_ID IS NOT NULL AND w.ENDED_AT IS NULL) AS NEXT_CHECK,
        (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
@@ -180,9 +191,15 @@ SELECT r.PIPELINE_RUN_ID, r.CANCEL_REQUESTED_AT, p.PIPELINE_CODE,
            AND a.OWNER_ID <> :owner_id
            AND NOT EXISTS (SELECT 1 FROM {CFG_POOLS} cp WHERE cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y'
                               AND cp.PROVIDER = 'QUEUE')) AS FOREIGN_LIVE,
-       (SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS} a
-          JOIN {CFG_POOLS} cp ON cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE'
-         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')) AS QUEUE_LIVE,
+       CASE WHEN EXISTS (SELECT 1 FROM {CFG_POOLS} cp
+                          WHERE cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE'
+                            AND EXISTS (SELECT 1 FROM {AUD_TASK_ATTEMPTS} a
+                                         WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.POOL = cp.POOL_NAME
+                                           AND a.STATUS = 'QUEUED'))
+              OR EXISTS (SELECT 1 FROM {AUD_TASK_ATTEMPTS} a
+                           JOIN {CFG_POOLS} cp ON cp.POOL_NAME = a.POOL AND cp.ACTIVE_FLAG = 'Y' AND cp.PROVIDER = 'QUEUE'
+                          WHERE a.PIPELINE_RUN_ID = r.PIPELINE_RUN_ID AND a.STATUS IN ('CLAIMED', 'RUNNING'))
+            THEN 1 ELSE 0 END AS QUEUE_LIVE,
        ps.PAUSED_AT, ps.PAUSED_BY, ps.PAUSE_REASON
   FROM {AUD_PIPELINES_RUN_LOG} r
   JOIN {CFG_PIPELINES} p ON p.PIPELINE_ID = r.PIPELINE_ID

@@ -23,6 +23,7 @@ from etlcraft.core.actor import acting_as
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call, function_specs
 from etlcraft.engine.migrations import migrate
+from etlcraft.engine.queries import statement
 from tests.py.conftest import TEST_ACTOR, PgServer
 
 CHAIN, DONE = 600, 400
@@ -183,3 +184,31 @@ def test_finish__fresh_engine_db__finds_the_attempt_and_its_task_run_by_key(chai
     text = "\n".join(plans)
     assert re.search(r"aud_task_attempts_pkey|AUD_TASK_ATTEMPTS USING INTEGER PRIMARY KEY", text), text
     assert full_reads(plans) == [], text
+
+
+def test_run_states__fresh_engine_db__finds_the_next_due_attempt_by_index(chain: Chain) -> None:
+    """Failed before migration 0024: every turn of an overseer read each QUEUED attempt of its run to find the
+    earliest due (an aggregate over ix_attempts_run_queue), and each live attempt of every run to tell whether one
+    is on a QUEUE pool (ux_attempt_live), so a fan-out that queued thousands of tasks at once read them all per turn.
+    Now each is the first entry of an index range (ix_attempts_run_due, and the QUEUE pools' own ranges of
+    ix_attempts_run_queue)."""
+    text = _query_plan(chain.db, "run_states", owner_id=OWNER, run_id=chain.run)
+    assert "ix_attempts_run_due" in text, text
+    assert "ux_attempt_live" not in text, text
+    if chain.db.is_postgres:
+        assert not re.search(r"Aggregate.*\n\s*->\s*Index (Only )?Scan using ix_attempts_run_queue", text), text
+    else:
+        assert not re.search(r"ix_attempts_run_(queue|due) \(PIPELINE_RUN_ID=\?\)$", text, re.MULTILINE), text
+    assert full_reads([text]) == [], text
+
+
+def _query_plan(db: EngineDB, name: str, **params: Any) -> str:
+    """The plan of the named query `name` for one run (its :run_ids list read as the one :run_id); PostgreSQL's
+    EXPLAIN ANALYZE, SQLite's EXPLAIN QUERY PLAN."""
+    query = statement(db, name).text.replace(":run_ids", "(:run_id)")
+    with db.read() as conn:
+        if db.is_postgres:
+            rows = conn.execute(sa.text(f"EXPLAIN ANALYZE {query}"), params)
+            return "Query Text:\n" + "\n".join(str(r[0]) for r in rows)
+        rows = conn.execute(sa.text(f"EXPLAIN QUERY PLAN {query}"), params)
+        return "\n".join(str(r[3]) for r in rows)

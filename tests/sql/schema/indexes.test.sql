@@ -1,11 +1,11 @@
--- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009, 0022) name, less the one 0011 drops,
+-- Proves every index the engine migrations (0001, 0003, 0005, 0006, 0007, 0008, 0009, 0022, 0024) name, less the one 0011 drops,
 -- exists on its table with its columns, uniqueness and partial predicate, and that the unique ones refuse what they
 -- must (a second live attempt of a task run, a second run with the same (PIPELINE_ID, RUN_KEY), a second open pause,
 -- a second open gate wait, a second open flag of a rule and key, duplicate active codes, ...) while allowing what
 -- they must not refuse.
 BEGIN;
 SELECT etl_test.serialize();
-SELECT plan(224);
+SELECT plan(227);
 
 -- The indexes as the migration writes them; PRED is PostgreSQL's reading of the WHERE clause (NULL: not partial).
 CREATE TEMP TABLE expected_indexes (tbl name, idx name, cols text[], is_unique boolean, pred text) ON COMMIT DROP;
@@ -41,6 +41,8 @@ INSERT INTO expected_indexes VALUES
    '((status)::text = ''QUEUED''::text)'),
   ('aud_task_attempts', 'ix_attempts_run_queue',
    ARRAY['pipeline_run_id', 'pool', 'slot_kind', 'priority', 'queued_at', 'attempt_id'], false,
+   '((status)::text = ''QUEUED''::text)'),
+  ('aud_task_attempts', 'ix_attempts_run_due', ARRAY['pipeline_run_id', 'not_before', 'queued_at'], false,
    '((status)::text = ''QUEUED''::text)'),
   ('aud_workers', 'ux_workers_owner', ARRAY['owner_id'], true, NULL),
   ('aud_project_bundles', 'ix_project_bundles_latest', ARRAY['project_id', 'bundle_id'], false, NULL),
@@ -85,7 +87,7 @@ SELECT set_eq(
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'etl_craft' AND NOT x.indisprimary$$,
   'SELECT tbl, idx, is_unique FROM expected_indexes',
-  'etl_craft has exactly the 47 named indexes of the migration besides primary keys, unique exactly where named ux_');
+  'etl_craft has exactly the 48 named indexes of the migration besides primary keys, unique exactly where named ux_');
 
 -- 37: each index on its table, with its columns in order.
 SELECT has_index('etl_craft', tbl, idx, cols::name[],
