@@ -24,8 +24,8 @@ POINTS = (
     "run_created",  # in the parent, after start_run committed: the run is owned, before any task
     "attempt_queued",  # in the parent, after queue_attempt committed
     "attempt_claimed",  # in the parent, after claim_attempt committed, before the task process starts
-    "child_entered",  # in the task process, before start_attempt: the attempt is still CLAIMED
-    "child_started",  # in the task process, after start_attempt committed (RUNNING)
+    "child_entered",  # in the task process, before its handler: CLAIMED, or RUNNING when handed to a spare started
+    "child_started",  # in the task process, once start_attempt committed (RUNNING), by itself or its supervisor
     "handler_done",  # in the task process, after the handler returned, before finish_attempt
     "outcome_recorded",  # in the task process, after finish_attempt committed (SUCCESS or FAILED, with the offset)
     "child_reaped",  # in the parent, once a task process reported its outcome or ended, before the run goes on

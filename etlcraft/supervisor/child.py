@@ -70,6 +70,9 @@ class ChildRequest:
     #: The attempt's context rows (the attempt_context query), read by the supervisor on its warm connection when it
     #: hands the attempt over; None: the task process reads them itself.
     context: tuple[dict[str, Any], ...] | None = None
+    #: The supervisor recorded the attempt RUNNING in this process (a spare) as it handed it over: this process does
+    #: not call start_attempt.
+    started: bool = False
 
 
 class Stopped(KeyboardInterrupt):
@@ -111,12 +114,12 @@ def spare(requests: Connection, base: ChildRequest) -> None:
 
 def _warm_session(db: EngineDB) -> None:
     """Open the spare's Engine DB connection (it goes back to the task process's own pool, for the attempt's first
-    call) and, on PostgreSQL, warm its new backend: compile start_attempt and finish_attempt and load the catalog
-    entries of the attempt's table, which a new backend otherwise does during the attempt's own calls (2 to 3 ms of
-    each attempt's path, measured in release/benchmarks/overhead.md). Nothing is written: each function is called
-    for no attempt and refuses (EC021) inside a block that discards the refusal, so no error reaches the server's
-    log either. The context read is not planned ahead: its plan is not kept, so planning it twice costs more than it
-    saves."""
+    call) and, on PostgreSQL, warm its new backend: compile finish_attempt and load the catalog entries of the
+    attempt's table, which a new backend otherwise does during the attempt's own call (measured in
+    release/benchmarks/overhead.md). Nothing is written: the function is called for no attempt and refuses (EC021)
+    inside a block that discards the refusal, so no error reaches the server's log either. start_attempt is not
+    warmed: the supervisor calls it for a spare as it hands the attempt over (LocalSupervisor._start_for). The
+    context read is not planned ahead: its plan is not kept, so planning it twice costs more than it saves."""
     if not db.is_postgres:
         with db.engine.connect():
             return
@@ -128,11 +131,9 @@ def _warm_session(db: EngineDB) -> None:
 
 @cache
 def _warm_block(schema: str) -> str:
-    calls = (f"{schema}.start_attempt(p_attempt_id => NULL, p_owner_id => '', p_host => '', p_pid => 0, "
-             "p_process_start => '', p_actor => '', p_actor_kind => 'SYSTEM')",
-             f"{schema}.finish_attempt(p_attempt_id => NULL, p_owner_id => '', p_status => 'SUCCESS', p_actor => '', "
-             "p_actor_kind => 'SYSTEM')")
-    blocks = "".join(f" BEGIN PERFORM {c}; EXCEPTION WHEN OTHERS THEN NULL; END;" for c in calls)
+    warm = (f"{schema}.finish_attempt(p_attempt_id => NULL, p_owner_id => '', p_status => 'SUCCESS', p_actor => '', "
+            "p_actor_kind => 'SYSTEM')")
+    blocks = f" BEGIN PERFORM {warm}; EXCEPTION WHEN OTHERS THEN NULL; END;"
     return f"DO $$BEGIN{blocks} END$$"
 
 
@@ -212,9 +213,10 @@ def run_attempt(request: ChildRequest, db: EngineDB | None = None) -> int:
     with acting_as(actor):
         try:
             fault_point("child_entered")
-            _write(db, request, "start_attempt", "RUNNING", host=host(), pid=os.getpid(),
-                   process_start=process_start(os.getpid()) or "unknown", lease_seconds=request.lease_seconds,
-                   log_path=request.log_path)
+            if not request.started:
+                _write(db, request, "start_attempt", "RUNNING", host=host(), pid=os.getpid(),
+                       process_start=process_start(os.getpid()) or "unknown", lease_seconds=request.lease_seconds,
+                       log_path=request.log_path)
             fault_point("child_started")
             context = ride_out(lambda: _context(db, request), seconds=request.lease_seconds)
             print(f"etl-craft: attempt {request.attempt_id} of task {context.task_code} "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import time
 from collections.abc import Collection, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 from etlcraft.core.enums import AttemptStatus
 from etlcraft.core.errors import EtlCraftError, StaleTransitionError
 from etlcraft.core.faults import fault_point
+from etlcraft.core.process import host, process_start
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
@@ -118,7 +120,7 @@ class LocalSupervisor:
                           clock=pinned.isoformat() if pinned else None, context=self._context(attempt_id))
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
         with holding_stops():
-            handed = self._hand_to_spare(request)
+            handed = self._hand_to_spare(request, log_path)
             if handed is None:
                 reports, theirs = Pipe(duplex=False)
                 process = CONTEXT.Process(target=main, args=(request, theirs),
@@ -211,14 +213,17 @@ class LocalSupervisor:
         while len(self.spares) < min(SPARES, self.slots):
             theirs, ours = Pipe()
             process = CONTEXT.Process(target=spare, args=(theirs, self.request_base), name="etl-craft spare")
-            try:
-                process.start()
-            except Exception:  # the next attempt starts a task process of its own and reports why
-                ours.close()
-                return
-            finally:
-                theirs.close()
-            self.spares.append(Spare(process, ours))
+            # A stop signal waits for the spare to be kept (so that close() ends it) and is never taken for a
+            # failure to start one.
+            with holding_stops():
+                try:
+                    process.start()
+                except (OSError, EOFError, ValueError):  # the next attempt starts a process of its own and says why
+                    ours.close()
+                    return
+                finally:
+                    theirs.close()
+                self.spares.append(Spare(process, ours))
 
     def _context(self, attempt_id: int) -> tuple[dict[str, Any], ...] | None:
         """The attempt's context rows for its task process (etlcraft.supervisor.child's _context), read on this
@@ -230,25 +235,54 @@ class LocalSupervisor:
             return None
         return tuple(rows) or None
 
-    def _hand_to_spare(self, request: ChildRequest) -> Spare | None:
-        """Give `request` to a spare task process; the spare (its channel now carries the report back), or None when
-        no spare could take it."""
+    def _hand_to_spare(self, request: ChildRequest, log_path: Path) -> Spare | None:
+        """Give `request` to a spare task process, its attempt started for it; the spare (its channel now carries the
+        report back), or None when no spare could take it."""
         while self.spares:
             idle = self.spares.pop(0)
+            if not idle.process.is_alive():  # it died while it waited (killed, out of memory): no attempt was in it
+                idle.requests.close()
+                continue
+            started = self._start_for(idle, request.attempt_id, log_path)
             try:
-                idle.requests.send(request)
-            except OSError:  # it died while it waited (killed, out of memory): no attempt was in it
+                idle.requests.send(replace(request, started=started))
+            except OSError:
+                if started:  # it died just now, after its attempt was started for it: reaped as a task process that
+                    return idle  # ended without recording an outcome (its channel reads as ended)
                 idle.requests.close()
                 continue
             return idle
         return None
+
+    def _start_for(self, idle: Spare, attempt_id: int, log_path: Path) -> bool:
+        """Record the attempt RUNNING in the spare task process about to run it (start_attempt with its host, PID
+        and process start, under this supervisor's owner id), on this supervisor's connection, whose session has
+        planned start_attempt and its triggers long ago: in the task process's new session that planning was most of
+        the call (about 4 ms of every chain link on PostgreSQL; release/benchmarks/overhead.md). Not when the
+        attempt's log file cannot be opened (the task process records the attempt FAILED from CLAIMED, B2) or the
+        call fails (stale, or the Engine DB briefly unreachable): False, and the task process starts the attempt
+        itself, as a task process started for its attempt does."""
+        pid = idle.process.pid
+        assert pid is not None
+        try:
+            os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640))
+        except OSError:
+            return False
+        try:
+            call(self.db, "start_attempt", attempt_id=attempt_id, owner_id=self.owner_id, host=host(), pid=pid,
+                 process_start=process_start(pid) or "unknown", lease_seconds=self.request_base.lease_seconds,
+                 log_path=str(log_path))
+        except EtlCraftError:
+            return False
+        return True
 
     def _report(self, child: Child) -> Ended | None:
         """The outcome the task process reported it recorded, if it sent one (else it ended without: _reap tells)."""
         assert child.reports is not None
         try:
             status, code = child.reports.recv()
-        except Exception:  # it went without a whole report (EOF, or killed while sending)
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # it went without a whole report (EOF, or
+            # killed while sending); a stop signal that arrives meanwhile still stops the supervisor
             child.reports.close()
             child.reports = None
             return None

@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 
 from etlcraft.config.loader import load_config
+from etlcraft.core.process import process_start
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.settings import engine_id
 from etlcraft.services.runs import run_settings
+from etlcraft.supervisor import local
 from etlcraft.supervisor.local import Ended, LocalSupervisor
 from etlcraft.supervisor.pools import AttemptSpec, LocalPool
 from tests.py.conftest import PgServer
@@ -161,3 +163,55 @@ def test_a_spare_that_died_is_replaced_and_close_ends_the_spares(tmp_path: Path,
             supervisor.close()
             assert supervisor.spares == []
             assert not any(p.is_alive() for p in spares)
+
+
+def test_the_supervisor_starts_the_attempt_it_hands_to_a_spare_on_its_own_connection(
+        tmp_path: Path, fresh_pg: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attempt is RUNNING in the spare (its PID and process start) when submit returns, recorded by the
+    supervisor's own start_attempt call: the task process's new session does not plan start_attempt and its
+    triggers on the chain link's path."""
+    calls: list[dict[str, object]] = []
+
+    def spy(db: EngineDB, name: str, **arguments: object) -> object:
+        if name == "start_attempt":
+            calls.append(arguments)
+        return call(db, name, **arguments)
+
+    monkeypatch.setattr(local, "call", spy)
+    with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a", {"hold": "a"})]}) as setup:
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id) as (db, supervisor, pool):
+            spare = supervisor.spares[0].process
+            spec = _queued(setup, db, run_id, "a")
+            pool.submit(spec)
+            assert [(c["attempt_id"], c["pid"]) for c in calls] == [(spec.attempt_id, spare.pid)]
+            row = setup.rows("SELECT STATUS, PID, PROCESS_START FROM {S}AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = :a",
+                             a=spec.attempt_id)[0]
+            assert (row["status"], row["pid"]) == ("RUNNING", spare.pid)
+            assert row["process_start"] == process_start(spare.pid or 0)
+            release(setup.root, "a")
+            assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(spec.attempt_id, "SUCCESS")]
+
+
+def test_a_stop_while_a_spare_is_forked_stops_the_supervisor(
+        tmp_path: Path, fresh_pg: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failed before: an exception raised while a spare was being forked (the stop signal's handler raises
+    Interrupted wherever the supervisor is) was taken for a failure to start the spare and swallowed, so
+    `etl-craft run` went on after SIGTERM."""
+
+    class Stop(Exception):
+        pass
+
+    with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a")]}) as setup:
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id) as (_db, supervisor, _pool):
+            idle = supervisor.spares.pop()
+            idle.requests.close()
+            idle.process.join(timeout=10)
+
+            def interrupted(self: object) -> None:
+                raise Stop("SIGTERM")
+
+            monkeypatch.setattr(type(idle.process), "start", interrupted)
+            with pytest.raises(Stop):
+                supervisor.wait(0.1)

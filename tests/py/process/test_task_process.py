@@ -292,8 +292,10 @@ def test_b3_a_stop_signal_to_a_run_command_stops_the_task_process_group_and_reco
 
 
 @pytest.mark.process
-def test_b3_a_stop_while_a_task_process_starts__it_is_stopped_and_its_attempt_interrupted_never_running(
+def test_b3_a_stop_while_a_task_process_starts__it_is_stopped_and_its_attempt_interrupted_before_its_script(
         tmp_path: Path, engine_url: str | None, stray_pids: list[int]) -> None:
+    """The task process is stopped before its handler: the attempt, which its supervisor recorded RUNNING in it as
+    it handed the attempt over (a spare task process), is interrupted and queued again, and the script never ran."""
     project = _project(tmp_path, engine_url, [Task("work", script="stop.py")])
     parent = start_etl_craft("run", "--pipeline-code", "flow", cwd=project, log=tmp_path / "run.log",
                              env={VARIABLE: "child_entered:pause"})
@@ -308,7 +310,8 @@ def test_b3_a_stop_while_a_task_process_starts__it_is_stopped_and_its_attempt_in
     assert parent.wait(timeout=60) == 25, (tmp_path / "run.log").read_text()
     assert descendants_alive([child]) == []
     wait_for(lambda: descendants_alive(family) == [], timeout=10, what="the fork server to end with its parent")
-    assert _stopped_attempt(project, signal.SIGTERM)["started_at"] is None, "the attempt never ran"
+    stopped = _stopped_attempt(project, signal.SIGTERM)
+    assert stopped["pid"] == child, "the attempt was started in the task process the stop caught"
     assert not (project / "marks").exists(), "the script never ran"
 
 
