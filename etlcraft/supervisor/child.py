@@ -159,10 +159,15 @@ def _attempt(request: ChildRequest, db: EngineDB | None, reports: Connection | N
     _exit(code)
 
 
+def open_log(log_path: str | Path) -> int:
+    """The attempt's log file, opened for appending (created when missing): a file descriptor."""
+    return os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+
+
 def _capture_output(log_path: str) -> None:
     """Send everything the process writes to fds 1 and 2 (its own prints, C extensions, subprocesses) to the
     attempt's log file, line-buffered so a kill loses at most a partial line (B54)."""
-    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    log = open_log(log_path)
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)

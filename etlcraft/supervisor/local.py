@@ -32,7 +32,7 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
-from etlcraft.supervisor.child import ChildRequest, inherit, main, spare
+from etlcraft.supervisor.child import ChildRequest, inherit, main, open_log, spare
 from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
 
 STOP_GRACE_SECONDS = 10.0
@@ -65,6 +65,7 @@ class Spare:
 
     process: BaseProcess
     requests: Connection  # duplex: the request goes down, the task process's report comes back up
+    process_start: str  # its start identity (etlcraft.core.process), read when it was kept
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ class LocalSupervisor:
                     return
                 finally:
                     theirs.close()
-                self.spares.append(Spare(process, ours))
+                self.spares.append(Spare(process, ours, process_start(process.pid or 0) or "unknown"))
 
     def _context(self, attempt_id: int) -> tuple[dict[str, Any], ...] | None:
         """The attempt's context rows for its task process (etlcraft.supervisor.child's _context), read on this
@@ -265,12 +266,12 @@ class LocalSupervisor:
         pid = idle.process.pid
         assert pid is not None
         try:
-            os.close(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640))
+            os.close(open_log(log_path))
         except OSError:
             return False
         try:
             call(self.db, "start_attempt", attempt_id=attempt_id, owner_id=self.owner_id, host=host(), pid=pid,
-                 process_start=process_start(pid) or "unknown", lease_seconds=self.request_base.lease_seconds,
+                 process_start=idle.process_start, lease_seconds=self.request_base.lease_seconds,
                  log_path=str(log_path))
         except EtlCraftError:
             return False
