@@ -23,8 +23,8 @@ def command(ctx: CliContext, worker: bool, output_format: str) -> None:
     schema; or (SQLite) a database file that group or others can write. With an Email section: its TLS mode (none
     with a login fails), its CA file and password variable, and whether the relay answers a greeting over verified
     TLS (nothing is sent). On PostgreSQL, the connection budget: the server's pool, each active worker's
-    (2 + slots/8), the task attempts claimed or running and the spare task processes (the server's and each
-    worker's), against max_connections (a warning above 80%). Exits non-zero when a check fails."""
+    (2 + slots/8) and the task attempts claimed or running, against max_connections (a warning above 80%).
+    Exits non-zero when a check fails."""
     report = doctor(ctx.engine_db(), ctx.sqlite_path(), ctx.config() if ctx.has_project else None, worker=worker)
     doc = document("doctor", 1, {
         "healthy": report.healthy,

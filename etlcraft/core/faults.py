@@ -26,8 +26,10 @@ POINTS = (
     "attempt_claimed",  # in the parent, after claim_attempt committed, before the task process starts
     "child_entered",  # in the task process, before its handler: CLAIMED, or RUNNING when handed to a spare started
     "child_started",  # in the task process, once start_attempt committed (RUNNING), by itself or its supervisor
-    "handler_done",  # in the task process, after the handler returned, before finish_attempt
-    "outcome_recorded",  # in the task process, after finish_attempt committed (SUCCESS or FAILED, with the offset)
+    "handler_done",  # in the task process, after the handler returned, before its outcome is sent or recorded
+    "outcome_received",  # in the parent, once a task process sent its outcome, before the parent records it
+    "outcome_recorded",  # in the task process, once finish_attempt committed (SUCCESS or FAILED, with the offset),
+    # by its supervisor or by itself
     "child_reaped",  # in the parent, once a task process reported its outcome or ended, before the run goes on
     "failure_recorded",  # in the parent, after it recorded FAILED for a task process that recorded nothing
     "attempt_timed_out",  # in the parent, after time_out_attempt committed, before the task process is stopped

@@ -15,7 +15,6 @@ from etlcraft.engine.db import EngineDB
 from etlcraft.engine.queries import fetch_one
 from etlcraft.services.doctor import FAIL, OK, WARN, Check
 from etlcraft.services.projects import resolve_project
-from etlcraft.supervisor.local import SPARES
 
 #: The server's Engine DB pool when no project says (Orchestration.Db_pool_size's default).
 DEFAULT_POOL = 10
@@ -26,9 +25,10 @@ WORKER_BASE, SLOTS_PER_CONNECTION = 2, 8
 
 
 def budget_check(db: EngineDB, server_pool: int) -> Check:
-    """The connections etl-craft may hold at once: the server's pool, each ACTIVE worker's (2 + slots/8), one per
-    task attempt CLAIMED or RUNNING, and the spare task processes (SPARES for the server and for each ACTIVE
-    worker); against max_connections, warning above 80%."""
+    """The connections etl-craft may hold at once: the server's pool, each ACTIVE worker's (2 + slots/8) and one per
+    task attempt CLAIMED or RUNNING (its task process connects when its task reads or writes the Engine DB, or to
+    record an outcome its supervisor could not; a spare task process holds none); against max_connections, warning
+    above 80%."""
     with db.read() as conn:
         limit = int(conn.execute(sa.text("SHOW max_connections")).scalar() or 0)
         workers = _worker_pools(db, conn)
@@ -39,11 +39,10 @@ def budget_check(db: EngineDB, server_pool: int) -> Check:
 
 def budget_verdict(server_pool: int, workers: list[int], tasks: int, limit: int) -> Check:
     """The budget check from its figures: each worker's pool, the attempts holding a connection, max_connections."""
-    spares = SPARES * (len(workers) + 1)
-    total = server_pool + sum(workers) + tasks + spares
+    total = server_pool + sum(workers) + tasks
     detail = (f"{total} of max_connections {limit} ({100 * total / limit:.0f}%): server pool {server_pool} + "
               f"{len(workers)} active worker(s) {sum(workers)} (2 + slots/8 each) + {tasks} task attempt(s) "
-              f"claimed or running + {spares} spare task process(es) (the server's and each worker's)")
+              "claimed or running")
     if total > BUDGET_WARN * limit:
         return Check("connection budget", WARN, detail + f", above {BUDGET_WARN:.0%}",
                      "raise max_connections only with the memory for it; fewer worker slots or a smaller "

@@ -1,8 +1,13 @@
-"""The task process: one attempt, in its own process group, recording its outcome only through finish_attempt.
+"""The task process: one attempt, in its own process group; its outcome goes to its supervisor, which records it
+with finish_attempt, or is recorded here when the supervisor cannot.
 
 It is forked from a warm fork server that has already imported etl-craft (no interpreter start-up per task),
-opens its own Engine DB connection, starts the attempt as its owner, runs the task's handler, records the
-outcome and ends at once with os._exit (B53: a lingering script thread cannot hold the slot).
+usually started ahead of its attempt as a spare. Its supervisor records the attempt RUNNING in it and, once the
+handler is done, records the outcome this process sends back on its report channel, both on the supervisor's own
+long-lived Engine DB connection. This process opens a connection of its own only when it needs one: a handler that
+reads or writes the Engine DB (SQL, BUSINESS_RULES, EMAIL_ALERT), an attempt it starts itself, or an outcome its
+supervisor could not record (gone, or the Engine DB unreachable: the outcome is never lost with the supervisor).
+It ends at once with os._exit (B53: a lingering script thread cannot hold the slot).
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from functools import cache
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import FrameType
@@ -40,6 +44,13 @@ LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG
 EXIT_SUCCESS, EXIT_FAILED, EXIT_NOT_RECORDED = 0, 1, 3
 #: The outcome this process recorded, by its exit code (EXIT_NOT_RECORDED: none; the supervisor reads or records it).
 RECORDED = {EXIT_SUCCESS: "SUCCESS", EXIT_FAILED: "FAILED"}
+
+#: The report channel between a task process and its supervisor. The task process sends (OUTCOME, arguments of
+#: finish_attempt but the attempt and owner); the supervisor answers (verdict, message): RECORDED_BY_SUPERVISOR, STALE
+#: (refused: the message says why) or UNRECORDED (it could not record it: the task process records it itself, then
+#: sends (RECORDED_HERE, status, exit code)).
+OUTCOME, RECORDED_HERE = "outcome", "recorded here"
+RECORDED_BY_SUPERVISOR, STALE, UNRECORDED = "recorded", "stale", "unrecorded"
 
 #: The Engine DB of the process the fork server was forked from (see inherit()), and the connection pools it
 #: had, which a task process keeps referenced so that nothing ever closes them from here.
@@ -93,18 +104,15 @@ def main(request: ChildRequest, reports: Connection | None = None) -> None:
 
 
 def spare(requests: Connection, base: ChildRequest) -> None:
-    """Entry point in a spare task process: forked before its attempt is claimed, it opens its Engine DB connection
-    (`base` names the Engine DB) while the supervisor's other task processes run, then waits for its attempt's
-    request on `requests` (where it reports its outcome later). So a claimed attempt starts with neither a fork nor
-    a new connection on its path. The supervisor closing its end (or going) ends a spare that was never given an
-    attempt, quietly. Never returns."""
+    """Entry point in a spare task process: forked before its attempt is claimed, it waits for its attempt's request
+    on `requests` (where it reports its outcome later), so a claimed attempt starts without a fork on its path.
+    Meanwhile it opens its Engine DB (`base` names it): the engine is set up here, but a connection is made only when
+    the attempt needs one. The supervisor closing its end (or going) ends a spare that was never given an attempt,
+    quietly. Never returns."""
     os.setsid()
     db: EngineDB | None = None
-    try:
+    with contextlib.suppress(Exception):  # the attempt opens it again when it needs it, and says what fails
         db = engine_db(base)
-        _warm_session(db)
-    except Exception:  # the attempt's own first call connects again and rides out an outage
-        db = None
     try:
         request = requests.recv()
     except (EOFError, OSError):
@@ -112,35 +120,9 @@ def spare(requests: Connection, base: ChildRequest) -> None:
     _attempt(request, db, requests)
 
 
-def _warm_session(db: EngineDB) -> None:
-    """Open the spare's Engine DB connection (it goes back to the task process's own pool, for the attempt's first
-    call) and, on PostgreSQL, warm its new backend: compile finish_attempt and load the catalog entries of the
-    attempt's table, which a new backend otherwise does during the attempt's own call (measured in
-    release/benchmarks/overhead.md). Nothing is written: the function is called for no attempt and refuses (EC021)
-    inside a block that discards the refusal, so no error reaches the server's log either. start_attempt is not
-    warmed: the supervisor calls it for a spare as it hands the attempt over (LocalSupervisor._start_for). The
-    context read is not planned ahead: its plan is not kept, so planning it twice costs more than it saves."""
-    if not db.is_postgres:
-        with db.engine.connect():
-            return
-    with db.single_statement() as conn:
-        driver = conn.connection.driver_connection
-        assert driver is not None
-        driver.execute(_warm_block(db.schema))
-
-
-@cache
-def _warm_block(schema: str) -> str:
-    warm = (f"{schema}.finish_attempt(p_attempt_id => NULL, p_owner_id => '', p_status => 'SUCCESS', p_actor => '', "
-            "p_actor_kind => 'SYSTEM')")
-    blocks = f" BEGIN PERFORM {warm}; EXCEPTION WHEN OTHERS THEN NULL; END;"
-    return f"DO $$BEGIN{blocks} END$$"
-
-
 def _attempt(request: ChildRequest, db: EngineDB | None, reports: Connection | None) -> None:
-    """Run the attempt `request` names in this process (`db`: its Engine DB, opened already, or None) and end it.
-    Once its outcome is recorded, (status, exit code) goes to the supervisor on `reports`, before the process
-    ends: the supervisor goes on without waiting for the process to be gone (it still holds its slot until then)."""
+    """Run the attempt `request` names in this process (`db`: its Engine DB, opened already, or None) and end it,
+    its outcome recorded through its supervisor on `reports` (or here: _finish)."""
     try:
         _capture_output(request.log_path)
     except OSError as exc:  # nothing ran yet: the attempt is still CLAIMED, and is recorded FAILED with the error
@@ -150,12 +132,9 @@ def _attempt(request: ChildRequest, db: EngineDB | None, reports: Connection | N
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     code = EXIT_NOT_RECORDED
     try:
-        code = run_attempt(request, db)
+        code = run_attempt(request, db, reports)
     except BaseException:
         traceback.print_exc()
-    if reports is not None and code in RECORDED:
-        with contextlib.suppress(OSError):  # the supervisor went: nothing to tell
-            reports.send((RECORDED[code], code))
     _exit(code)
 
 
@@ -209,9 +188,11 @@ def engine_db(request: ChildRequest) -> EngineDB:
     return db
 
 
-def run_attempt(request: ChildRequest, db: EngineDB | None = None) -> int:
+def run_attempt(request: ChildRequest, db: EngineDB | None = None, reports: Connection | None = None) -> int:
+    """Run the attempt and record its outcome (through the supervisor on `reports` when there is one); the exit code
+    that says what was recorded (RECORDED; EXIT_NOT_RECORDED: nothing, the supervisor reads or records it)."""
     if db is None:
-        db = engine_db(request)
+        db = engine_db(request)  # no connection yet: made when something below needs one
     else:
         db.clock.pin(datetime.fromisoformat(request.clock) if request.clock else None)
     actor = Actor(request.actor_name, ActorKind(request.actor_kind))
@@ -232,8 +213,8 @@ def run_attempt(request: ChildRequest, db: EngineDB | None = None) -> int:
             print(f"etl-craft: {exc}", file=sys.stderr, flush=True)
             return EXIT_NOT_RECORDED
         except (Exception, Stopped) as exc:
-            return _record_failure(db, request, exc)
-        return _record_success(db, request, result)
+            return _record_failure(db, request, reports, exc)
+        return _record_success(db, request, reports, result)
 
 
 def _context(db: EngineDB, request: ChildRequest) -> TaskContext:
@@ -315,26 +296,19 @@ def _tail(path: str) -> str:
     return text[-LOG_TAIL:]
 
 
-def _record_success(db: EngineDB, request: ChildRequest, result: HandlerResult) -> int:
+def _record_success(db: EngineDB, request: ChildRequest, reports: Connection | None, result: HandlerResult) -> int:
     counts, offset = result.counts, result.offset
     if result.message:
         print(result.message, flush=True)
     sys.stdout.flush()
-    try:
-        _write(db, request, "finish_attempt", "SUCCESS", status="SUCCESS",
-               exit_code=EXIT_SUCCESS, source_count=counts.source, insert_count=counts.insert,
-               update_count=counts.update, delete_count=counts.delete, duplicate_count=counts.duplicate,
-               rows_written=counts.rows_written, target_count=counts.target, task_log=_tail(request.log_path),
-               log_path=request.log_path, offset_value=offset.value if offset else None,
-               offset_type=offset.type if offset else None)
-    except StaleTransitionError as stale:  # a zombie: its attempt was lost, timed out or stopped meanwhile (B8)
-        print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
-        return EXIT_NOT_RECORDED
-    fault_point("outcome_recorded")
-    return EXIT_SUCCESS
+    return _finish(db, request, reports, "SUCCESS", EXIT_SUCCESS, {
+        "source_count": counts.source, "insert_count": counts.insert, "update_count": counts.update,
+        "delete_count": counts.delete, "duplicate_count": counts.duplicate, "rows_written": counts.rows_written,
+        "target_count": counts.target, "task_log": _tail(request.log_path), "log_path": request.log_path,
+        "offset_value": offset.value if offset else None, "offset_type": offset.type if offset else None})
 
 
-def _record_failure(db: EngineDB, request: ChildRequest, exc: BaseException) -> int:
+def _record_failure(db: EngineDB, request: ChildRequest, reports: Connection | None, exc: BaseException) -> int:
     if isinstance(exc, Stopped):
         message = f"{exc}: the task was stopped before it finished"
     else:
@@ -343,23 +317,66 @@ def _record_failure(db: EngineDB, request: ChildRequest, exc: BaseException) -> 
     retryable = "N" if isinstance(exc, EtlCraftError) and not getattr(exc, "retryable", True) else None
     sys.stdout.flush()
     sys.stderr.flush()
-    fields: dict[str, Any] = {"error_message": message[:4000], "task_log": _tail(request.log_path),
-                              "log_path": request.log_path, "retryable": retryable}
+    return _finish(db, request, reports, "FAILED", EXIT_FAILED, {
+        "error_message": message[:4000], "task_log": _tail(request.log_path), "log_path": request.log_path,
+        "retryable": retryable})
+
+
+def _finish(db: EngineDB, request: ChildRequest, reports: Connection | None, status: str, code: int,
+            fields: dict[str, Any]) -> int:
+    """Record the attempt's outcome (finish_attempt with `status`, exit code `code` and `fields`): sent to the
+    supervisor on `reports`, which records it on its own connection under the same owner id and answers; recorded
+    from this process when there is no supervisor to ask, it is gone (the outcome is never lost with it), or it
+    could not record it (the Engine DB unreachable: this process rides the outage out for as long as the lease, B27;
+    the supervisor is then told what was recorded, as it would be by a task process that records its own). `code`
+    back, or EXIT_NOT_RECORDED when the outcome was refused as stale: a zombie, whose attempt was lost, timed out or
+    stopped meanwhile (B8)."""
+    arguments = {"status": status, "exit_code": code, **fields}
+    answer = _ask_supervisor(reports, arguments) if reports is not None else None
+    if answer is not None:
+        verdict, message = answer
+        if verdict == RECORDED_BY_SUPERVISOR:
+            fault_point("outcome_recorded")
+            return code
+        if verdict == STALE:
+            print(f"etl-craft: {message}", file=sys.stderr, flush=True)
+            return EXIT_NOT_RECORDED
+        print(f"etl-craft: the supervisor could not record the outcome ({message}); recording the outcome from the "
+              "task process", file=sys.stderr, flush=True)
+    elif reports is not None:
+        print("etl-craft: the supervisor went before it answered; recording the outcome from the task process",
+              file=sys.stderr, flush=True)
     try:
-        _write(db, request, "finish_attempt", "FAILED", status="FAILED", exit_code=EXIT_FAILED, **fields)
+        # With the supervisor gone mid-answer, it may have recorded the outcome before it went.
+        _write(db, request, "finish_attempt", status, maybe_done=reports is not None and answer is None, **arguments)
     except StaleTransitionError as stale:
         print(f"etl-craft: {stale}", file=sys.stderr, flush=True)
         return EXIT_NOT_RECORDED
     fault_point("outcome_recorded")
-    return EXIT_FAILED
+    if reports is not None and answer is not None:
+        with contextlib.suppress(OSError):  # the supervisor went meanwhile: nothing to tell
+            reports.send((RECORDED_HERE, status, code))
+    return code
 
 
-def _write(db: EngineDB, request: ChildRequest, function: str, reached: str, **arguments: Any) -> None:
+def _ask_supervisor(reports: Connection, arguments: dict[str, Any]) -> tuple[str, str] | None:
+    """Send the outcome to the supervisor and wait for its verdict; None when it is gone (the channel ends)."""
+    try:
+        reports.send((OUTCOME, arguments))
+        verdict, message = reports.recv()
+    except (EOFError, OSError):
+        return None
+    return str(verdict), str(message)
+
+
+def _write(db: EngineDB, request: ChildRequest, function: str, reached: str, *, maybe_done: bool = False,
+           **arguments: Any) -> None:
     """Call start_attempt or finish_attempt for this attempt, riding out an Engine DB outage for as long as the
     attempt's lease (B27): the attempt is still this process's until its lease expires and it is reconciled, so the
     work it did while the database was away is recorded once it is back, never done again. When a try after a
-    failed one is refused as stale because the attempt already reads `reached` under this owner, the failed try
-    did reach the database (its answer was lost): that is this call's outcome, not a zombie's."""
+    failed one (or the first, when `maybe_done`: the supervisor went while it recorded the same) is refused as stale
+    because the attempt already reads `reached` under this owner, the earlier try did reach the database (its answer
+    was lost): that is this call's outcome, not a zombie's."""
     tries = 0
 
     def once() -> None:
@@ -372,7 +389,7 @@ def _write(db: EngineDB, request: ChildRequest, function: str, reached: str, **a
                  on_wait=lambda exc: print(f"etl-craft: {function}: {exc}; trying again while the lease lasts",
                                            file=sys.stderr, flush=True))
     except StaleTransitionError:
-        if tries > 1:
+        if tries > 1 or maybe_done:
             with db.read() as conn:
                 row = fetch_one(db, conn, "attempt_row", attempt_id=request.attempt_id)
             if row is not None and row["status"] == reached and row["owner_id"] == request.owner_id:

@@ -20,6 +20,7 @@ import threading
 from multiprocessing import connection, forkserver, resource_tracker, util
 from typing import Any
 
+from etlcraft.engine.db import EngineDB
 from etlcraft.supervisor.warm import warm
 
 CONTEXT = multiprocessing.get_context("forkserver")
@@ -33,14 +34,43 @@ def preload(dialect: str) -> list[str]:
     return ["__main__", "etlcraft.supervisor.child", f"etlcraft.supervisor.warm.{dialect}"]
 
 
-def ensure_fork_server(dialect: str) -> None:
-    """Warm this process for task processes on `dialect` and make sure a fork server runs: forked from this
-    process when it has a single thread (call it before starting any), else the standard one."""
-    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1:
-        CONTEXT.set_forkserver_preload(preload(dialect))
+def ensure_fork_server(db: EngineDB) -> None:
+    """Warm this process for task processes on `db`'s dialect and make sure a fork server runs: forked from this
+    process when it has a single thread (call it before starting any) and, on SQLite, no connection to the
+    database open (_sqlite_closed); else the standard one."""
+    if threading.current_thread() is not threading.main_thread() or threading.active_count() > 1 \
+            or not _sqlite_closed(db):
+        CONTEXT.set_forkserver_preload(preload(db.dialect))
         return
-    warm(dialect)
+    warm(db.dialect)
     _fork_server()
+
+
+def _sqlite_closed(db: EngineDB) -> bool:
+    """On a SQLite Engine DB, close this process's pooled connections and tell whether no file of the database is
+    left open in this process (Linux's /proc says; False where it cannot tell). SQLite keeps the state of an open
+    database per process: its locks and the mapping of its WAL index. A fork would copy that state into every task
+    process, whose own connection would then take it for its own and skip the locks that tell other processes the
+    WAL index is in use: a task process that records its outcome after its supervisor died could write through an
+    index another process had rebuilt, and corrupt the database. True on PostgreSQL."""
+    if db.is_postgres:
+        return True
+    db.engine.dispose()
+    path = db.engine.url.database
+    if not path or path == ":memory:":
+        return False
+    files = {os.path.realpath(path) + suffix for suffix in ("", "-wal", "-shm", "-journal")}
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return False
+    for fd in descriptors:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") in files:
+                return False
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+    return True
 
 
 def _fork_server() -> None:

@@ -66,5 +66,5 @@ def test_doctor__counts_db_pool_size_as_the_server_pool(tmp_path: Path, empty_pg
     assert etl_craft("migrate", cwd=root).code == 0
     done = etl_craft("doctor", "--format", "json", cwd=root)
     [budget] = [c for c in json.loads(done.out)["checks"] if c["name"] == "connection budget"]
-    assert budget["detail"].startswith("21 of max_connections ")  # and the server's spare task process
+    assert budget["detail"].startswith("20 of max_connections ")
     assert "server pool 20 + 0 active worker(s) 0" in budget["detail"]

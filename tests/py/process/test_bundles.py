@@ -251,5 +251,5 @@ def test_doctor__prints_the_connection_budget_on_postgresql(tmp_path: Path, empt
     project = _project(tmp_path, empty_pg_url)
     done = etl_craft("doctor", "--format", "json", cwd=project)
     [budget] = [c for c in json.loads(done.out)["checks"] if c["name"] == "connection budget"]
-    assert budget["status"] == "ok" and budget["detail"].startswith("11 of max_connections ")
+    assert budget["status"] == "ok" and budget["detail"].startswith("10 of max_connections ")
     assert "server pool 10 + 0 active worker(s) 0" in budget["detail"]

@@ -26,7 +26,7 @@ import pytest
 from etlcraft.core.faults import OTHER_POINTS, POINTS
 from tests.py.conftest import PgServer
 from tests.py.support.cli import etl_craft, start_etl_craft
-from tests.py.support.engine_state import attempt, engine_db, inconsistencies, runs, task_runs
+from tests.py.support.engine_state import attempt, attempts, engine_db, inconsistencies, runs, task_runs
 from tests.py.support.project import MARK, Task, write_project
 
 FAULT_SCRIPT = MARK + '''
@@ -190,6 +190,10 @@ def _check(case: Case) -> None:
             assert len(ended) == 1, "the next run resumed and completed the run the killed parent left"
         else:
             assert len(ended) == 2, "the run whose task process was killed ended by itself; the next is a new run"
+        if case.point == "outcome_received":  # its parent went as `first` sent its outcome: `first` recorded it
+            sent = next(a for a in attempts(db, PIPELINE) if a["task_code"] == "first")
+            assert (sent["status"], sent["exit_code"]) == ("SUCCESS", 0), "the task process recorded its own outcome"
+            assert "recording the outcome from the task process" in Path(sent["log_path"]).read_text()
         for attempt_id in in_children:
             row = attempt(db, attempt_id)
             if case.point == "outcome_recorded":

@@ -1,8 +1,9 @@
 """Spare task processes and outcome reports (issue 27), on a real supervisor of task processes (LocalSupervisor) and
-a fresh PostgreSQL Engine DB: an attempt runs in the task process that was forked and connected before it was
-claimed, one process per attempt still; a task process that recorded its outcome reports it before it ends, so its
-run goes on (and its slot is free) even while the process lingers; spares that die are replaced and close() ends
-them. The `etl-craft run` and `etl-craft server` suites run every attempt through the same supervisor."""
+a fresh PostgreSQL Engine DB: an attempt runs in the task process that was forked before it was claimed, one process
+per attempt still; the supervisor records the attempt's start and the outcome its task process sends, so a PYTHON
+attempt's process never connects to the Engine DB; the outcome is recorded before the process ends, so its run goes
+on (and its slot is free) even while the process lingers; spares that die are replaced and close() ends them. The
+`etl-craft run` and `etl-craft server` suites run every attempt through the same supervisor."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from etlcraft.config.loader import load_config
+from etlcraft.core.actor import current_actor
 from etlcraft.core.process import process_start
 from etlcraft.engine.db import EngineDB
 from etlcraft.engine.functions import call
@@ -53,6 +56,40 @@ def run(task):
     marks.mkdir(exist_ok=True)
     mark(marks / f"{task.task_code}.{task.attempt_id}.start", f"{time.time()} {os.getpid()}")
     return ScriptResult(row_count=1)
+'''
+
+#: A task that writes how many TCP connections to the Engine DB's port its own process opened: those in its file
+#: table that its fork server's (its parent's) does not hold, which it inherited.
+CONNECTIONS_SCRIPT = MARK + '''
+import os
+from pathlib import Path
+
+from etlcraft.scripting import ScriptResult
+
+
+def _sockets(pid):
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:  # the listing's own descriptor, closed since
+            continue
+    return found
+
+
+def run(task):
+    port = int(task.input_params["port"])
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[2].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    opened = (_sockets("self") - _sockets(os.getppid())) & inodes
+    marks = task.project_dir / "marks"
+    marks.mkdir(exist_ok=True)
+    mark(marks / f"{task.task_code}.{task.attempt_id}.connections", str(len(opened)))
+    return ScriptResult(row_count=1, offset=task.attempt_id)
 '''
 
 
@@ -191,6 +228,44 @@ def test_the_supervisor_starts_the_attempt_it_hands_to_a_spare_on_its_own_connec
             assert row["process_start"] == process_start(spare.pid or 0)
             release(setup.root, "a")
             assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(spec.attempt_id, "SUCCESS")]
+
+
+def test_the_supervisor_records_the_outcome_its_task_process_sends__a_python_attempt_never_connects(
+        tmp_path: Path, fresh_pg: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outcome (status, counts, offset, log) goes up the report channel and the supervisor records it with
+    finish_attempt on its own connection, under the owner id and as the actor of the attempt; the task process of a
+    PYTHON attempt, started by its supervisor with its context handed over, holds no Engine DB connection at all.
+    Failed before: the spare connected ahead of its attempt and recorded the outcome itself."""
+    calls: list[dict[str, object]] = []
+    actors: list[tuple[str, str]] = []
+
+    def spy(db: EngineDB, name: str, **arguments: object) -> object:
+        if name == "finish_attempt":
+            calls.append(arguments)
+            actors.append((current_actor().name, str(current_actor().kind)))
+        return call(db, name, **arguments)
+
+    monkeypatch.setattr(local, "call", spy)
+    port = make_url(fresh_pg).port or 5432
+    with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a", {"port": str(port)}, script="conn.py")]}) as setup:
+        (setup.root / "ingestion_scripts" / "conn.py").write_text(CONNECTIONS_SCRIPT)
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id) as (db, supervisor, pool):
+            spec = _queued(setup, db, run_id, "a")
+            pool.submit(spec)
+            assert [(e.attempt_id, e.status, e.exit_code) for e in _ended(supervisor)] == [(spec.attempt_id,
+                                                                                            "SUCCESS", 0)]
+            assert [(c["attempt_id"], c["owner_id"], c["status"], c["offset_value"]) for c in calls] == [
+                (spec.attempt_id, supervisor.owner_id, "SUCCESS", str(spec.attempt_id))]
+            held = (setup.root / "marks" / f"a.{spec.attempt_id}.connections").read_text()
+            assert held == "0", f"the task process held {held} Engine DB connection(s)"
+            row = setup.rows("SELECT a.STATUS, a.EXIT_CODE, a.TASK_LOG, o.OFFSET_VALUE FROM {S}AUD_TASK_ATTEMPTS a"
+                             " JOIN {S}AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = a.TASK_RUN_ID"
+                             " JOIN {S}AUD_TASK_OFFSETS o ON o.TASK_ID = tr.TASK_ID WHERE a.ATTEMPT_ID = :a",
+                             a=spec.attempt_id)[0]
+            assert (row["status"], row["exit_code"], row["offset_value"]) == ("SUCCESS", 0, str(spec.attempt_id))
+            assert f"attempt {spec.attempt_id} of task a" in row["task_log"]
+            assert actors == [(supervisor.request_base.actor_name, supervisor.request_base.actor_kind)]
 
 
 def test_a_stop_while_a_spare_is_forked_stops_the_supervisor(

@@ -402,7 +402,7 @@ class _Unstartable:
 def test_b2_a_task_process_that_cannot_be_started_leaves_its_claimed_attempt_failed_with_the_reason(
         engine_db: EngineDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     claimed = Attempts(engine_db).claimed("ingest")
-    monkeypatch.setattr(local, "ensure_fork_server", lambda dialect: None)
+    monkeypatch.setattr(local, "ensure_fork_server", lambda db: None)
     monkeypatch.setattr(local, "CONTEXT", _Unstartable())
     base = ChildRequest(attempt_id=0, owner_id=OWNER, project_dir=str(tmp_path), engine_url="", engine_schema="",
                         engine_password=None, log_path="", actor_name="tester@pytest", actor_kind="HUMAN",

@@ -119,10 +119,10 @@ def test_budget_verdict__warns_above_80_percent_of_max_connections() -> None:
     from etlcraft.services.doctor_cluster import budget_verdict, worker_pool
 
     assert [worker_pool(4, 16), worker_pool(1, 0), worker_pool(8, 8)] == [5, 3, 4]
-    ok = budget_verdict(10, [5, 3], 59, 100)  # + 3 spares: the server's and the two workers'
+    ok = budget_verdict(10, [5, 3], 62, 100)  # a spare task process holds no connection
     assert ok.status == "ok" and ok.detail.startswith("80 of max_connections 100 (80%)")
-    assert ok.detail.endswith("+ 3 spare task process(es) (the server's and each worker's)")
-    warned = budget_verdict(10, [5, 3], 60, 100)
+    assert ok.detail.endswith("+ 62 task attempt(s) claimed or running")
+    warned = budget_verdict(10, [5, 3], 63, 100)
     assert warned.status == "warn" and "above 80%" in warned.detail and "PgBouncer" in (warned.remedy or "")
 
 

@@ -1,0 +1,51 @@
+"""The fork server is forked from `etl-craft run` only when no SQLite connection to the Engine DB is open in it:
+SQLite keeps an open database's locks and WAL index mapping per process, and a task process forked with a copy of
+them would skip the locks its own connection needs (a task process that outlived its supervisor corrupted the
+Engine DB as it recorded its outcome: tests/py/process/test_local_runs.py, the kill -9 test)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from etlcraft.engine.db import EngineDB
+from etlcraft.supervisor.forkserver import _sqlite_closed
+
+
+def _open_files(folder: Path) -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(folder.resolve())):
+            found.append(Path(target).name)
+    return sorted(found)
+
+
+def test_sqlite_closed__closes_the_pooled_connections__a_connection_in_use_keeps_the_database_open(
+        tmp_path: Path) -> None:
+    db = EngineDB(f"sqlite:///{tmp_path / 'engine.db'}")
+    try:
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE t (a INT)")
+        assert _open_files(tmp_path) == ["engine.db", "engine.db-shm", "engine.db-wal"]  # kept by the pool
+        assert _sqlite_closed(db)
+        assert _open_files(tmp_path) == []
+        held = db.engine.connect()
+        try:
+            held.exec_driver_sql("SELECT count(*) FROM t").scalar()
+            assert not _sqlite_closed(db), "a connection in use cannot be closed: the standard fork server is used"
+        finally:
+            held.close()
+    finally:
+        db.dispose()
+
+
+def test_sqlite_closed__postgresql_needs_nothing_closed(pg_url: str) -> None:
+    db = EngineDB(pg_url)
+    try:
+        assert _sqlite_closed(db)
+    finally:
+        db.dispose()
