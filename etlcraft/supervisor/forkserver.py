@@ -12,12 +12,14 @@ is started as usual, with etl-craft and the dialect's warm-up preloaded (etlcraf
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
 import socket
 import sys
 import threading
-from multiprocessing import connection, forkserver, resource_tracker, util
+from multiprocessing import connection, forkserver, popen_forkserver, reduction, resource_tracker, spawn, util
+from multiprocessing.context import set_spawning_popen
 from typing import Any
 
 from etlcraft.engine.db import EngineDB
@@ -25,6 +27,59 @@ from etlcraft.supervisor.warm import warm
 
 CONTEXT = multiprocessing.get_context("forkserver")
 _connection: Any = connection  # arbitrary_address is not in the type stubs
+
+
+class _Unawaited(popen_forkserver.Popen):
+    """The fork server's Popen, without waiting for the fork: the standard one blocks start() until the fork
+    server has forked and sent the child's PID back, about 4 ms of a large warm process's fork on this machine,
+    during which a supervisor starting a spare could do nothing else (release/benchmarks/overhead.md, round 5).
+    Here the PID is read when it is first needed (pid, poll), by when the fork server has long sent it."""
+
+    _pid: int | None = None
+
+    def _launch(self, process_obj: Any) -> None:
+        # The standard library's _launch (3.11 to 3.13) but its last line, which reads the PID.
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        buf = io.BytesIO()
+        set_spawning_popen(self)
+        try:
+            reduction.dump(prep_data, buf)
+            reduction.dump(process_obj, buf)
+        finally:
+            set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)  # type: ignore[attr-defined]
+        parent_w = os.dup(w)
+        self.finalizer = util.Finalize(self, util.close_fds, (parent_w, self.sentinel))  # type: ignore[attr-defined]
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+
+    @property
+    def pid(self) -> int:
+        if self._pid is None:
+            self._pid = forkserver.read_signed(self.sentinel)  # the fork server's first answer: the child's PID
+        return self._pid
+
+    @pid.setter
+    def pid(self, value: int) -> None:
+        self._pid = value
+
+    def poll(self, flag: int = os.WNOHANG) -> int | None:
+        if self.returncode is None and self._pid is None:
+            try:
+                self.pid  # noqa: B018 - read before the sentinel can mean the exit code
+            except (OSError, EOFError):  # the fork server went without forking it
+                self.returncode = 255
+                return self.returncode
+        return super().poll(flag)
+
+
+class UnawaitedProcess(CONTEXT.Process):  # type: ignore[name-defined]
+    """A process of the fork server whose start() does not wait for the fork (_Unawaited): for spare task
+    processes, started ahead of any attempt."""
+
+    @staticmethod
+    def _Popen(process_obj: Any) -> _Unawaited:
+        return _Unawaited(process_obj)
 
 
 def preload(dialect: str) -> list[str]:

@@ -44,7 +44,7 @@ from etlcraft.supervisor.child import (
     open_log,
     spare,
 )
-from etlcraft.supervisor.forkserver import CONTEXT, ensure_fork_server
+from etlcraft.supervisor.forkserver import CONTEXT, UnawaitedProcess, ensure_fork_server
 
 STOP_GRACE_SECONDS = 10.0
 #: Task processes kept started ahead of their attempts, each with its Engine DB connection open (issue 27).
@@ -70,14 +70,24 @@ class Child:
         return self.process.pid
 
 
-@dataclass(frozen=True)
+@dataclass
 class Spare:
     """A task process started before its attempt: it waits for its request on `requests` (etlcraft.supervisor.child's
     spare)."""
 
     process: BaseProcess
     requests: Connection  # duplex: the request goes down, the task process's report comes back up
-    process_start: str  # its start identity (etlcraft.core.process), read when it was kept
+    #: Its start identity (etlcraft.core.process): read once the fork server has answered with its PID, at the
+    #: supervisor's next look (_top_up), else when its attempt is handed to it.
+    start: str | None = None
+
+    def alive(self) -> bool:
+        """Whether it still runs; its start identity is read the first time it is found running."""
+        if not self.process.is_alive():
+            return False
+        if self.start is None:
+            self.start = process_start(self.process.pid or 0) or "unknown"
+        return True
 
 
 @dataclass(frozen=True)
@@ -224,12 +234,12 @@ class LocalSupervisor:
         """Keep SPARES task processes started ahead (fewer when this supervisor has fewer slots): each forks from the
         fork server and connects to the Engine DB while other task processes run, off the path of the next claim.
         One that has died meanwhile is replaced; one that cannot be started now is simply not kept."""
-        for gone in [s for s in self.spares if not s.process.is_alive()]:
+        for gone in [s for s in self.spares if not s.alive()]:
             gone.requests.close()
             self.spares.remove(gone)
         while len(self.spares) < min(SPARES, self.slots):
             theirs, ours = Pipe()
-            process = CONTEXT.Process(target=spare, args=(theirs, self.request_base), name="etl-craft spare")
+            process = UnawaitedProcess(target=spare, args=(theirs, self.request_base), name="etl-craft spare")
             # A stop signal waits for the spare to be kept (so that close() ends it) and is never taken for a
             # failure to start one.
             with holding_stops():
@@ -240,7 +250,7 @@ class LocalSupervisor:
                     return
                 finally:
                     theirs.close()
-                self.spares.append(Spare(process, ours, process_start(process.pid or 0) or "unknown"))
+                self.spares.append(Spare(process, ours))
 
     def _context(self, attempt_id: int) -> tuple[dict[str, Any], ...] | None:
         """The attempt's context rows for its task process (etlcraft.supervisor.child's _context), read on this
@@ -257,7 +267,7 @@ class LocalSupervisor:
         report back), or None when no spare could take it."""
         while self.spares:
             idle = self.spares.pop(0)
-            if not idle.process.is_alive():  # it died while it waited (killed, out of memory): no attempt was in it
+            if not idle.alive():  # it died while it waited (killed, out of memory): no attempt was in it
                 idle.requests.close()
                 continue
             started = self._start_for(idle, request.attempt_id, log_path)
@@ -287,7 +297,7 @@ class LocalSupervisor:
             return False
         try:
             call(self.db, "start_attempt", attempt_id=attempt_id, owner_id=self.owner_id, host=host(), pid=pid,
-                 process_start=idle.process_start, lease_seconds=self.request_base.lease_seconds,
+                 process_start=idle.start or "unknown", lease_seconds=self.request_base.lease_seconds,
                  log_path=str(log_path))
         except EtlCraftError:
             return False

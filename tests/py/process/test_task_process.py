@@ -404,6 +404,7 @@ def test_b2_a_task_process_that_cannot_be_started_leaves_its_claimed_attempt_fai
     claimed = Attempts(engine_db).claimed("ingest")
     monkeypatch.setattr(local, "ensure_fork_server", lambda db: None)
     monkeypatch.setattr(local, "CONTEXT", _Unstartable())
+    monkeypatch.setattr(local, "UnawaitedProcess", _Unstartable().Process)  # the spares: none can start either
     base = ChildRequest(attempt_id=0, owner_id=OWNER, project_dir=str(tmp_path), engine_url="", engine_schema="",
                         engine_password=None, log_path="", actor_name="tester@pytest", actor_kind="HUMAN",
                         lease_seconds=60)

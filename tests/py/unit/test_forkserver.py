@@ -1,4 +1,5 @@
-"""The fork server is forked from `etl-craft run` only when no SQLite connection to the Engine DB is open in it:
+"""Spare task processes start without waiting for the fork server's answer (UnawaitedProcess). The fork server is
+forked from `etl-craft run` only when no SQLite connection to the Engine DB is open in it:
 SQLite keeps an open database's locks and WAL index mapping per process, and a task process forked with a copy of
 them would skip the locks its own connection needs (a task process that outlived its supervisor corrupted the
 Engine DB as it recorded its outcome: tests/py/process/test_local_runs.py, the kill -9 test)."""
@@ -6,10 +7,13 @@ Engine DB as it recorded its outcome: tests/py/process/test_local_runs.py, the k
 from __future__ import annotations
 
 import os
+from multiprocessing.connection import Connection
 from pathlib import Path
 
+import pytest
+
 from etlcraft.engine.db import EngineDB
-from etlcraft.supervisor.forkserver import _sqlite_closed
+from etlcraft.supervisor.forkserver import CONTEXT, UnawaitedProcess, _sqlite_closed
 
 
 def _open_files(folder: Path) -> list[str]:
@@ -49,3 +53,26 @@ def test_sqlite_closed__postgresql_needs_nothing_closed(pg_url: str) -> None:
         assert _sqlite_closed(db)
     finally:
         db.dispose()
+
+
+def _send_pid(channel: Connection) -> None:
+    channel.send(os.getpid())
+
+
+@pytest.mark.process
+def test_an_unawaited_process_starts_without_waiting_for_the_fork__its_pid_and_exit_are_read_later() -> None:
+    """A spare's start() sends its request to the fork server and returns: the fork server's answer (the child's
+    PID) is read when the PID is first needed; the process then runs, reports and is joined as any other."""
+    ours, theirs = CONTEXT.Pipe(duplex=False)
+    process = UnawaitedProcess(target=_send_pid, args=(theirs,))
+    process.start()
+    theirs.close()
+    try:
+        assert process._popen._pid is None  # type: ignore[attr-defined]
+        assert ours.recv() == process.pid
+        process.join(timeout=30)
+        assert process.exitcode == 0
+    finally:
+        ours.close()
+        if process.is_alive():
+            process.kill()
