@@ -47,8 +47,10 @@ from etlcraft.supervisor.child import (
 from etlcraft.supervisor.forkserver import CONTEXT, UnawaitedProcess, ensure_fork_server
 
 STOP_GRACE_SECONDS = 10.0
-#: Task processes kept started ahead of their attempts, each with its Engine DB connection open (issue 27).
-SPARES = 1
+#: Task processes kept started ahead of their attempts (issue 27), no more than the supervisor's slots: as many as a
+#: fan-out of Max_parallel_tasks 4 hands out at once (release/benchmarks/overhead.md, round 5). They hold no Engine
+#: DB connection.
+SPARES = 4
 
 
 @dataclass

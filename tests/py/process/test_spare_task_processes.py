@@ -141,24 +141,34 @@ def test_an_attempt_runs_in_the_spare_task_process_forked_before_its_claim(tmp_p
     with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a", {"hold": "a"}), Task("b")]}) as setup:
         run_id = setup.init_run("p")
         with _supervisor(setup, run_id) as (db, supervisor, pool):
-            assert len(supervisor.spares) == 1  # started with the supervisor, before any claim
-            spare = supervisor.spares[0].process
+            assert len(supervisor.spares) == 2  # one per slot (at most SPARES), started before any claim
+            spare, other = (s.process for s in supervisor.spares)
             spec = _queued(setup, db, run_id, "a")
             pool.submit(spec)
             assert supervisor.children[spec.attempt_id].process is spare
-            assert supervisor.spares == []  # taken: the next one is forked when the supervisor next waits
+            assert [s.process for s in supervisor.spares] == [other]  # the next is forked when it next waits
             setup.wait_started("a")
             assert _mark_pid(setup, "a", spec.attempt_id) == spare.pid
             release(setup.root, "a")
             assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(spec.attempt_id, "SUCCESS")]
             assert setup.rows("SELECT PID FROM {S}AUD_TASK_ATTEMPTS WHERE ATTEMPT_ID = :a",
                               a=spec.attempt_id)[0]["pid"] == spare.pid
-            assert len(supervisor.spares) == 1 and supervisor.spares[0].process.pid != spare.pid
-            second = _queued(setup, db, run_id, "b")  # one process per attempt: the next runs in the new spare
+            assert len(supervisor.spares) == 2 and spare not in [s.process for s in supervisor.spares]
+            second = _queued(setup, db, run_id, "b")  # one process per attempt: the next runs in another spare
             pool.submit(second)
             assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(second.attempt_id, "SUCCESS")]
-            assert _mark_pid(setup, "b", second.attempt_id) not in (spare.pid, os.getpid())
+            assert _mark_pid(setup, "b", second.attempt_id) == other.pid
             assert setup.rows("SELECT COUNT(DISTINCT PID) AS n FROM {S}AUD_TASK_ATTEMPTS")[0]["n"] == 2
+
+
+def test_a_supervisor_keeps_a_spare_per_slot_up_to_spares(tmp_path: Path, fresh_pg: str) -> None:
+    with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a")]}) as setup:
+        run_id = setup.init_run("p")
+        with _supervisor(setup, run_id, slots=1) as (_db, supervisor, _pool):
+            assert len(supervisor.spares) == 1
+        with _supervisor(setup, run_id, slots=local.SPARES + 2) as (_db, supervisor, _pool):
+            assert len(supervisor.spares) == local.SPARES == 4
+            assert len({s.process.pid for s in supervisor.spares}) == 4
 
 
 def test_an_outcome_is_reported_before_the_task_process_ends_and_its_slot_is_free(
@@ -191,7 +201,7 @@ def test_a_spare_that_died_is_replaced_and_close_ends_the_spares(tmp_path: Path,
             os.kill(dead.pid or 0, signal.SIGKILL)
             dead.join(timeout=10)
             assert supervisor.wait(0.1) == []
-            assert len(supervisor.spares) == 1 and supervisor.spares[0].process.pid != dead.pid
+            assert len(supervisor.spares) == 2 and dead not in [s.process for s in supervisor.spares]
             spec = _queued(setup, db, run_id, "a")
             pool.submit(spec)
             assert [(e.attempt_id, e.status) for e in _ended(supervisor)] == [(spec.attempt_id, "SUCCESS")]
