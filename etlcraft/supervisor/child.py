@@ -41,9 +41,8 @@ from etlcraft.engine.timeouts import EngineTimeouts
 from etlcraft.handlers.context import HandlerResult, Offset, TaskContext
 
 LOG_TAIL = 4000  # characters of the attempt's output kept in TASK_LOG
+#: The task process's exit codes: the outcome recorded (SUCCESS, FAILED), or none (the supervisor reads or records it).
 EXIT_SUCCESS, EXIT_FAILED, EXIT_NOT_RECORDED = 0, 1, 3
-#: The outcome this process recorded, by its exit code (EXIT_NOT_RECORDED: none; the supervisor reads or records it).
-RECORDED = {EXIT_SUCCESS: "SUCCESS", EXIT_FAILED: "FAILED"}
 
 #: The report channel between a task process and its supervisor. The task process sends (OUTCOME, arguments of
 #: finish_attempt but the attempt and owner); the supervisor answers (verdict, message): RECORDED_BY_SUPERVISOR, STALE
@@ -190,7 +189,8 @@ def engine_db(request: ChildRequest) -> EngineDB:
 
 def run_attempt(request: ChildRequest, db: EngineDB | None = None, reports: Connection | None = None) -> int:
     """Run the attempt and record its outcome (through the supervisor on `reports` when there is one); the exit code
-    that says what was recorded (RECORDED; EXIT_NOT_RECORDED: nothing, the supervisor reads or records it)."""
+    that says what was recorded (EXIT_SUCCESS, EXIT_FAILED; EXIT_NOT_RECORDED: nothing, the supervisor reads or
+    records it)."""
     if db is None:
         db = engine_db(request)  # no connection yet: made when something below needs one
     else:

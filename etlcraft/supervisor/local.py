@@ -233,9 +233,10 @@ class LocalSupervisor:
     # -- internals -------------------------------------------------------------------------------------------
 
     def _top_up(self) -> None:
-        """Keep SPARES task processes started ahead (fewer when this supervisor has fewer slots): each forks from the
-        fork server and connects to the Engine DB while other task processes run, off the path of the next claim.
-        One that has died meanwhile is replaced; one that cannot be started now is simply not kept."""
+        """Keep SPARES task processes started ahead (fewer when this supervisor has fewer slots): each is forked by
+        the fork server while other task processes run, off the path of the next claim (without waiting for the
+        fork: UnawaitedProcess). One that has died meanwhile is replaced; one that cannot be started now is simply
+        not kept."""
         for gone in [s for s in self.spares if not s.alive()]:
             gone.requests.close()
             self.spares.remove(gone)
