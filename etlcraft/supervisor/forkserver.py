@@ -65,6 +65,11 @@ class _Unawaited(popen_forkserver.Popen):
 
     def poll(self, flag: int = os.WNOHANG) -> int | None:
         if self.returncode is None and self._pid is None:
+            if flag == os.WNOHANG and not connection.wait([self.sentinel], 0):
+                # Not forked yet (no answer): it has not ended. Every Process.start() polls the processes started
+                # before it (multiprocessing.process._cleanup), and reading the PID here would make the next spare's
+                # start wait for this one's fork after all.
+                return None
             try:
                 self.pid  # noqa: B018 - read before the sentinel can mean the exit code
             except (OSError, EOFError):  # the fork server went without forking it

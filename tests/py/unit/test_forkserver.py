@@ -76,3 +76,28 @@ def test_an_unawaited_process_starts_without_waiting_for_the_fork__its_pid_and_e
         ours.close()
         if process.is_alive():
             process.kill()
+
+
+def test_an_unawaited_process_is_polled_without_waiting_for_its_pid() -> None:
+    """Every Process.start() polls the processes started before it: polling one whose fork server has not answered
+    yet says it is running, without waiting for the answer (else each spare's start waits for the fork before it);
+    once the PID and then the exit code arrive, poll reads them."""
+    from multiprocessing import forkserver
+
+    from etlcraft.supervisor.forkserver import _Unawaited
+
+    read, write = os.pipe()
+    os.set_blocking(read, False)  # a read that would wait fails instead (poll takes it for a fork server gone)
+    popen = _Unawaited.__new__(_Unawaited)
+    popen.returncode, popen.sentinel = None, read
+    try:
+        assert popen.poll() is None
+        assert popen._pid is None  # nothing was read: the fork server has not answered
+        forkserver.write_signed(write, 4242)  # the fork server's first answer: the child's PID
+        assert popen.poll() is None
+        assert popen.pid == 4242
+        forkserver.write_signed(write, 3)  # its second: the exit code
+        assert popen.poll() == 3
+    finally:
+        os.close(read)
+        os.close(write)
