@@ -22,7 +22,7 @@ PAUSE_SECONDS = 60.0
 #: a process killed at any of them leaves an Engine DB that the next run completes consistently.
 POINTS = (
     "run_created",  # in the parent, after start_run committed: the run is owned, before any task
-    "attempt_queued",  # in the parent, after queue_attempt committed
+    "attempt_queued",  # in the parent, after queue_attempts (or queue_attempt) committed, per task
     "attempt_claimed",  # in the parent, after claim_attempt committed, before the task process starts
     "child_entered",  # in the task process, before its handler: CLAIMED, or RUNNING when handed to a spare started
     "child_started",  # in the task process, once start_attempt committed (RUNNING), by itself or its supervisor

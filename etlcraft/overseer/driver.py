@@ -128,6 +128,8 @@ class RunDriver:
         self.last_pass_full = False
         self.settled: list[int] = []  # tasks settled since the last readiness pass, whose successors it judges
         self.attempt_tasks: dict[int, int] = {}  # attempt id -> task id, of the attempts this driver started
+        # (pool, slot kind, provider) of the run's queued attempts as last read (_claim_and_start); None: read again
+        self.queues: list[tuple[str, str, str]] | None = None
 
     # -- one turn ------------------------------------------------------------------------------------------------
 
@@ -278,6 +280,7 @@ class RunDriver:
         if self.full_pass:
             self.full_pass, self.last_pass_full = False, True
             self.settled.clear()
+            self.queues = None  # attempts may have been queued out of this driver's sight
             return list(call(self.db, "ready_tasks", run_id=self.run_id))
         self.last_pass_full = False
         found: dict[int, Any] = {}
@@ -307,9 +310,19 @@ class RunDriver:
             self.outcome.skipped.append((task.task_code, task.reason))
             self.on_event(f"{task.task_code}: SKIPPED ({task.reason})")
             started = True
-        for task in (t for t in ready if t.decision == "RUN"):  # all of them: a queued attempt holds no slot
-            queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=task.task_id,
-                          gate_wait_seconds=self.settings.gate_wait_seconds)[0]
+        to_run = [t for t in ready if t.decision == "RUN"]  # all of them: a queued attempt holds no slot
+        # One call queues them all (a fan-out's branches); a task whose gate on other pipelines must be judged is
+        # left to queue_attempt (GATED), one call each.
+        batch = {int(r.task_id): r for r in call(self.db, "queue_attempts", run_id=self.run_id,
+                                                 task_ids=",".join(str(t.task_id) for t in to_run))} if to_run else {}
+        for task in to_run:
+            queued = batch[int(task.task_id)]
+            if queued.outcome == "GATED":
+                queued = call(self.db, "queue_attempt", run_id=self.run_id, task_id=task.task_id,
+                              gate_wait_seconds=self.settings.gate_wait_seconds)[0]
+                self.queues = None  # its pool is not known here
+            elif self.queues is not None and not any(q[:2] == (queued.pool, queued.slot_kind) for q in self.queues):
+                self.queues = None  # queued in a pool or slot kind the run had nothing queued in
             fault_point("attempt_queued")
             if queued.outcome == "WAITING":  # its gate waits for the upstream: no slot is held, ready_tasks skips it
                 if task.task_id not in self.gate_waiting:  # said once; explain shows every look
@@ -331,22 +344,41 @@ class RunDriver:
     def _claim_and_start(self, pool: LocalPool) -> None:
         """Claim this run's queued attempts (every local pool and slot kind they wait in) and start their processes,
         within the supervisor's free slots: the pipeline's and project's limits are the Engine DB's (claim_attempt
-        skips what is at its limit)."""
+        skips what is at its limit). The pools and slot kinds are read once (run_queued_pools, which reads every
+        queued attempt of the run) and kept while this driver queues into them only; a claim that finds nothing
+        where they were kept reads them again, for an attempt someone else queued elsewhere."""
+        fresh = self.queues is None
+        if self.queues is None:
+            self.queues = self._queued_pools()
+        took = self._claim_in(pool, self.queues)
+        if not took and not fresh and not self.starved:
+            self.queues = self._queued_pools()
+            self._claim_in(pool, self.queues)
+
+    def _queued_pools(self) -> list[tuple[str, str, str]]:
+        """(pool, slot kind, provider) of each pool and slot kind the run has QUEUED attempts in."""
         with self.db.read_alone() as conn:
-            queues = [(r["pool"], r["slot_kind"], r["provider"])
-                      for r in fetch_all(self.db, conn, "run_queued_pools", run_id=self.run_id)]
+            return [(r["pool"], r["slot_kind"], r["provider"])
+                    for r in fetch_all(self.db, conn, "run_queued_pools", run_id=self.run_id)]
+
+    def _claim_in(self, pool: LocalPool, queues: list[tuple[str, str, str]]) -> int:
+        """Claim and start within the free slots in each LOCAL pool and slot kind of `queues`; how many were
+        claimed."""
+        took = 0
         for name, kind, provider in queues:
             if provider != LOCAL:  # a QUEUE pool's attempts wait for its workers
                 continue
             if pool.supervisor.free <= 0:
                 # Every slot of the supervisor is taken (by other runs, where it drives several): starved.
                 self.starved = True
-                return
+                return took
             with holding_stops():  # a stop finds each claimed attempt started and supervised, never claimed only (B3)
-                self._take(pool, name, kind)
+                took += self._take(pool, name, kind)
+        return took
 
-    def _take(self, pool: LocalPool, name: str, kind: str) -> None:
-        for done in pool.take(self.run_id, name, kind, pool.supervisor.free, self._spec, self.settings.log_dir):
+    def _take(self, pool: LocalPool, name: str, kind: str) -> int:
+        taken = pool.take(self.run_id, name, kind, pool.supervisor.free, self._spec, self.settings.log_dir)
+        for done in taken:
             code = done.spec.task_code
             if done.error is not None:  # recorded FAILED (B2): the retry rule retries it or not
                 self._settled(self.attempt_tasks.pop(done.spec.attempt_id, None))
@@ -357,6 +389,7 @@ class RunDriver:
                 continue
             self.children.add(done.spec.attempt_id)
             self.on_event(f"{code}: started attempt {done.spec.attempt_id}")
+        return len(taken)
 
     def _spec(self, attempt: Any, pool: str, kind: str) -> AttemptSpec:
         """The spec of an attempt claim_attempt returned, from what the driver knows of its run (one read of the

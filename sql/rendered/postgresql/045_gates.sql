@@ -552,3 +552,201 @@ BEGIN
 END
 $fn$;
 -- @end queue_attempt
+-- @function queue_attempts
+-- @args run_id bigint, task_ids text
+-- @returns task_id bigint, attempt_id bigint, task_run_id bigint, attempt_number int, pool text, slot_kind text, outcome text, reason text
+-- @purpose Queue one attempt for each task of task_ids (a comma list of task ids, such as '12,13,14') in an
+--   IN-PROGRESS run, in one transaction, as queue_attempt queues one task with its defaults (no not_before, no
+--   bypass, no rerun): for the tasks the run's supervisor found ready together (a fan-out's branches). A task with an
+--   active dependency on a task of another pipeline is left alone, outcome GATED: its task gate is judged, waited for
+--   and recorded by queue_attempt, which the caller calls for it. Every other task is queued as queue_attempt queues it
+--   (its task run created, or moved back to IN-PROGRESS from FAILED, SKIPPED or CANCELLED, ATTEMPT_COUNT + 1; the
+--   attempt QUEUED with the task's pool, slot kind, the pipeline's priority and the actor as requester), outcome
+--   QUEUED with the attempt's pool and slot kind; the attempts are numbered in the order of the list, which is the order they are claimed in. One row per
+--   task of the list, in its order. The refusals are queue_attempt's, for the first task of the list they apply to,
+--   and refuse the whole list: nothing is queued.
+-- @transition TASK_RUN (none), FAILED, SKIPPED or CANCELLED -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), as queue_attempt takes it; SQLite: the database (BEGIN
+--   IMMEDIATE)
+-- @errors EC023 task_ids is not a comma list of task ids, names a task twice, a task already succeeded in this
+--   run, or the pipeline is paused; EC021 no such run, or a task is not an active task of the run's pipeline; EC020 the
+--   run is not IN-PROGRESS or is being cancelled, a task already has a live attempt, or its task run is IN-PROGRESS
+--   without one
+-- A signature that changed leaves no stale overload behind: drop every function of this name first.
+DO $drop$
+DECLARE
+  v_function regprocedure;
+BEGIN
+  FOR v_function IN SELECT p.oid::regprocedure FROM pg_proc p
+                     WHERE p.proname = 'queue_attempts' AND p.pronamespace = 'etl_craft'::regnamespace LOOP
+    EXECUTE 'DROP FUNCTION ' || v_function;
+  END LOOP;
+END
+$drop$;
+CREATE FUNCTION etl_craft.queue_attempts(
+  p_run_id bigint,
+  p_task_ids text,
+  p_actor text DEFAULT NULL,
+  p_actor_kind text DEFAULT NULL
+) RETURNS TABLE (task_id bigint, attempt_id bigint, task_run_id bigint, attempt_number integer, pool text, slot_kind text, outcome text, reason text)
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = etl_craft, pg_catalog, pg_temp
+SET jit = off
+SET enable_seqscan = off AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_now timestamptz := etl_craft._begin(p_actor, p_actor_kind);
+  v_rows bigint;
+  v_failure text;
+  v_status text;
+  v_ids bigint[];
+BEGIN
+  IF p_task_ids IS NULL OR replace(p_task_ids, ' ', '') !~ '^[0-9]+(,[0-9]+)*$' THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE('EC023: ' || ('task_ids must be a comma list of task ids such as ''12,13'', not ' || COALESCE(CAST(p_task_ids AS text), 'NULL') || '; pass the ids of the tasks to queue, each once'), 'EC023');
+  END IF;
+  v_ids := CAST(string_to_array(replace(p_task_ids, ' ', ''), ',') AS bigint[]);
+  -- PostgreSQL: callers queuing tasks of one run take turns on its row (SQLite: BEGIN IMMEDIATE, one writer).
+  SELECT r.STATUS INTO v_status FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id FOR NO KEY UPDATE;
+  SELECT 'EC021: ' || ('run ' || COALESCE(CAST(p_run_id AS text), 'NULL') || ' does not exist; list runs with etl-craft history --pipeline-code P') INTO v_failure
+    WHERE NOT EXISTS (SELECT 1 FROM etl_craft.AUD_PIPELINES_RUN_LOG WHERE PIPELINE_RUN_ID = p_run_id);
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is ' || r.STATUS || ', expected IN-PROGRESS; only a run in progress queues tasks: admit a queued run first, or reopen an ended one with etl-craft reopen') INTO v_failure
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.STATUS <> 'IN-PROGRESS';
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC020: ' || ('run ' || r.PIPELINE_RUN_ID || ' is IN-PROGRESS but being cancelled (requested at ' || COALESCE(to_char(r.CANCEL_REQUESTED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '), expected no cancel request; a cancelled run queues no task: finalize it, then start a new run') INTO v_failure
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r WHERE r.PIPELINE_RUN_ID = p_run_id AND r.CANCEL_REQUESTED_AT IS NOT NULL;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('pipeline ' || p.PIPELINE_CODE || ' is paused since ' || COALESCE(to_char(z.PAUSED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ' by ' || z.PAUSED_BY || COALESCE(' (' || z.PAUSE_REASON || ')', '') || '; a paused pipeline starts no task: resume it with etl-craft resume --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
+    FROM etl_craft.AUD_PIPELINES_RUN_LOG r JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+    JOIN etl_craft.AUD_PIPELINE_PAUSES z ON z.PIPELINE_ID = r.PIPELINE_ID AND z.RESUMED_AT IS NULL
+   WHERE r.PIPELINE_RUN_ID = p_run_id;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC023: ' || ('task_ids names task ' || l.task_id || ' twice (' || COALESCE(CAST(p_task_ids AS text), 'NULL') || '); name each task once') INTO v_failure
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l GROUP BY l.task_id HAVING COUNT(*) > 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  SELECT 'EC021: ' || ('task ' || l.task_id || ' is not an active task of pipeline ' || p.PIPELINE_CODE || ' (run ' || r.PIPELINE_RUN_ID || '); list its tasks with etl-craft list --pipeline-code ' || p.PIPELINE_CODE) INTO v_failure
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = p_run_id
+    JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
+   WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
+                      WHERE t.TASK_ID = l.task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y')
+   ORDER BY l.pos LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
+  END IF;
+  SELECT 'EC020: ' || ('task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') already has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || COALESCE(' by ' || a.OWNER_ID, '') || ', queued at ' || COALESCE(to_char(a.QUEUED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', expected no live attempt; a task is queued once: wait for that attempt to end, or cancel it') INTO v_failure
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+    JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
+    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+   ORDER BY l.pos LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC020: ' || ('task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') is IN-PROGRESS without a live attempt, expected FAILED, SKIPPED or CANCELLED; run etl-craft reconcile, or mark the task, before queuing it again') INTO v_failure
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+   WHERE tr.STATUS = 'IN-PROGRESS'
+   ORDER BY l.pos LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
+  END IF;
+  SELECT 'EC023: ' || ('task ' || t.TASK_CODE || ' already succeeded in run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ', ended ' || COALESCE(to_char(tr.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); queue it with queue_attempt and rerun to run it again') INTO v_failure
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+   WHERE tr.STATUS = 'SUCCESS'
+   ORDER BY l.pos LIMIT 1;
+  IF FOUND THEN
+    RAISE EXCEPTION USING ERRCODE = 'EC023', MESSAGE = COALESCE(v_failure, 'EC023');
+  END IF;
+  -- START_DATE is the task run's first start (start_attempt sets it), not when an attempt was queued.
+  INSERT INTO etl_craft.AUD_TASK_RUN_LOG (PIPELINE_RUN_ID, TASK_ID, STATUS, ATTEMPT_COUNT)
+  SELECT p_run_id, l.task_id, 'IN-PROGRESS', 0
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
+   WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
+            JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
+            JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
+           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y')
+     AND l.task_run_id IS NULL
+   ORDER BY l.pos;
+  -- After the refusals above, a listed task run IN-PROGRESS is one just created (no attempt yet); the others are
+  -- FAILED, SKIPPED or CANCELLED. The note of the outcome they leave no longer describes them, and one that never had
+  -- an attempt (skipped or marked) has not started yet.
+  UPDATE etl_craft.AUD_TASK_RUN_LOG
+     SET STATUS = 'IN-PROGRESS', ATTEMPT_COUNT = ATTEMPT_COUNT + 1, END_DATE = NULL, MESSAGE = NULL,
+         START_DATE = CASE WHEN ATTEMPT_COUNT = 0 THEN NULL ELSE START_DATE END
+   WHERE TASK_RUN_ID IN (
+           SELECT tr.TASK_RUN_ID FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
+             JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+            WHERE (tr.STATUS IN ('FAILED', 'SKIPPED', 'CANCELLED') OR (tr.STATUS = 'IN-PROGRESS' AND tr.ATTEMPT_COUNT = 0))
+              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
+            JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
+            JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
+           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y'));
+  INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
+    (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND)
+  SELECT tr.TASK_RUN_ID, tr.ATTEMPT_COUNT, 'QUEUED',
+         COALESCE((SELECT NULLIF(TRIM(tp.PARAMETER_VALUE), '') FROM etl_craft.CFG_TASK_PARAMETERS tp
+                    WHERE tp.TASK_ID = t.TASK_ID AND UPPER(tp.PARAMETER_NAME) = 'POOL' AND tp.ACTIVE_FLAG = 'Y'),
+                  pr.DEFAULT_POOL),
+         CASE WHEN t.HANDLER = 'PYTHON' THEN 'ingestion' ELSE 'warehouse' END,
+         p.PRIORITY, NULL, v_now, etl_craft._actor(), etl_craft._actor_kind()
+    FROM (SELECT u.task_id, u.pos,
+          (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
+    JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = l.task_id
+    JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = t.PIPELINE_ID
+    JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
+   WHERE tr.STATUS = 'IN-PROGRESS' AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
+            JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
+            JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
+           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y')
+   ORDER BY l.pos;
+  PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
+     FROM etl_craft.CFG_POOLS p
+    WHERE p.ACTIVE_FLAG = 'Y' AND p.PROVIDER = 'QUEUE'
+      AND EXISTS (SELECT 1 FROM etl_craft.AUD_TASK_ATTEMPTS n
+                   WHERE n.POOL = p.POOL_NAME AND n.STATUS = 'QUEUED' AND n.PIPELINE_RUN_ID = p_run_id AND n.QUEUED_AT = v_now);
+  RETURN QUERY
+  SELECT q.task_id::bigint, q.attempt_id::bigint, q.task_run_id::bigint, q.attempt_number::integer, q.pool::text, q.slot_kind::text, q.outcome::text, q.reason::text
+    FROM (
+      SELECT l.task_id, a.ATTEMPT_ID, tr.TASK_RUN_ID, a.ATTEMPT_NUMBER, a.POOL, a.SLOT_KIND,
+             CASE WHEN a.ATTEMPT_ID IS NOT NULL THEN 'QUEUED' ELSE 'GATED' END,
+             CASE WHEN a.ATTEMPT_ID IS NOT NULL
+                  THEN 'queued attempt ' || a.ATTEMPT_NUMBER || ' of task run ' || a.TASK_RUN_ID || ' in pool ' || a.POOL
+                       || ' (' || a.SLOT_KIND || ' slot, priority ' || a.PRIORITY || ')'
+                  ELSE 'it depends on tasks of other pipelines: its task gate is judged by queue_attempt' END
+        FROM (SELECT u.task_id, u.pos,
+              (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
+         FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
+        LEFT JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+        LEFT JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.STATUS = 'QUEUED'
+       ORDER BY l.pos
+    ) AS q(task_id, attempt_id, task_run_id, attempt_number, pool, slot_kind, outcome, reason);
+END
+$fn$;
+-- @end queue_attempts

@@ -55,3 +55,24 @@
 --   IN-PROGRESS or is being cancelled, the task already has a live attempt, or its task run is IN-PROGRESS without
 --   one; EC023 the pipeline is paused, or the task already succeeded in this run and rerun is false
 -- @end queue_attempt
+-- @function queue_attempts
+-- @args run_id bigint, task_ids text
+-- @returns task_id bigint, attempt_id bigint, task_run_id bigint, attempt_number int, pool text, slot_kind text, outcome text, reason text
+-- @purpose Queue one attempt for each task of task_ids (a comma list of task ids, such as '12,13,14') in an
+--   IN-PROGRESS run, in one transaction, as queue_attempt queues one task with its defaults (no not_before, no
+--   bypass, no rerun): for the tasks the run's supervisor found ready together (a fan-out's branches). A task with an
+--   active dependency on a task of another pipeline is left alone, outcome GATED: its task gate is judged, waited for
+--   and recorded by queue_attempt, which the caller calls for it. Every other task is queued as queue_attempt queues it
+--   (its task run created, or moved back to IN-PROGRESS from FAILED, SKIPPED or CANCELLED, ATTEMPT_COUNT + 1; the
+--   attempt QUEUED with the task's pool, slot kind, the pipeline's priority and the actor as requester), outcome
+--   QUEUED with the attempt's pool and slot kind; the attempts are numbered in the order of the list, which is the order they are claimed in. One row per
+--   task of the list, in its order. The refusals are queue_attempt's, for the first task of the list they apply to,
+--   and refuse the whole list: nothing is queued.
+-- @transition TASK_RUN (none), FAILED, SKIPPED or CANCELLED -> IN-PROGRESS; ATTEMPT (none) -> QUEUED
+-- @locks PostgreSQL: the run row (FOR NO KEY UPDATE), as queue_attempt takes it; SQLite: the database (BEGIN
+--   IMMEDIATE)
+-- @errors EC023 task_ids is not a comma list of task ids, names a task twice, a task already succeeded in this
+--   run, or the pipeline is paused; EC021 no such run, or a task is not an active task of the run's pipeline; EC020 the
+--   run is not IN-PROGRESS or is being cancelled, a task already has a live attempt, or its task run is IN-PROGRESS
+--   without one
+-- @end queue_attempts

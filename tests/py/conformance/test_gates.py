@@ -527,3 +527,102 @@ def test_queue_attempt__bypass_records_the_task_edges_bypassed_and_queues(projec
     assert decisions(project, run) == [
         (task_dependency(project, "build"), "BYPASSED", None, None, None, queued.attempt_id, queued.task_run_id)]
     assert reasons(project, run) == ['bypassed (SUCCESS dependency on orders_daily.extract): {"ticket": "OPS-1"}']
+
+
+# -- queue_attempts --------------------------------------------------------------------------------------------
+
+
+def queue_many(project: Project, run_id: int, *tasks: str) -> dict[str, Any]:
+    """queue_attempts' rows by task code, for the tasks named in that order."""
+    codes = {project.tasks[t]: t for t in tasks}
+    found = call(project.db, "queue_attempts", run_id=run_id, task_ids=",".join(str(project.tasks[t]) for t in tasks))
+    assert [codes[r.task_id] for r in found] == list(tasks), "one row per task, in the order of the list"
+    return {codes[r.task_id]: r for r in found}
+
+
+def test_queue_attempts__queues_the_listed_tasks_in_order__a_gated_task_is_left_to_queue_attempt(
+        project: Project) -> None:
+    execute(project, "UPDATE {CFG_PROJECTS} SET DEFAULT_POOL = 'etl'")
+    execute(project, "INSERT INTO {CFG_TASK_PARAMETERS} (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE)"
+            " VALUES (:t, 'POOL', 'heavy')", t=project.tasks["ingest"])
+    run = project.run("reports")
+    found = queue_many(project, run, "publish", "build", "ingest")
+    publish, build, ingest = found["publish"], found["build"], found["ingest"]
+    assert (publish.outcome, publish.attempt_number, ingest.outcome, ingest.attempt_number) == (
+        "QUEUED", 1, "QUEUED", 1)
+    assert ingest.reason == (
+        f"queued attempt 1 of task run {ingest.task_run_id} in pool heavy (ingestion slot, priority 7)")
+    assert (ingest.pool, ingest.slot_kind, publish.pool, publish.slot_kind) == (
+        "heavy", "ingestion", "etl", "warehouse")
+    assert (build.outcome, build.attempt_id, build.task_run_id) == ("GATED", None, None)
+    assert build.reason == "it depends on tasks of other pipelines: its task gate is judged by queue_attempt"
+    assert publish.attempt_id < ingest.attempt_id, "numbered in the order of the list: the order they are claimed in"
+    assert project.rows("SELECT ATTEMPT_ID, TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE,"
+                        " REQUESTED_BY, REQUESTED_BY_KIND FROM {AUD_TASK_ATTEMPTS} ORDER BY ATTEMPT_ID") == [
+        (publish.attempt_id, publish.task_run_id, 1, "QUEUED", "etl", "warehouse", 7, None, "tester@pytest", "HUMAN"),
+        (ingest.attempt_id, ingest.task_run_id, 1, "QUEUED", "heavy", "ingestion", 7, None, "tester@pytest", "HUMAN")]
+    assert project.rows("SELECT TASK_RUN_ID, STATUS, ATTEMPT_COUNT, START_DATE FROM {AUD_TASK_RUN_LOG}"
+                        " ORDER BY TASK_RUN_ID") == [
+        (publish.task_run_id, "IN-PROGRESS", 1, None), (ingest.task_run_id, "IN-PROGRESS", 1, None)]
+    assert decisions(project, run) == [], "no gate was judged"
+    # The gated task is queued by queue_attempt, which judges its gate (met here) and records the decision.
+    upstream_run(project, "orders_daily", "manual:up", rows={"extract": 5})
+    assert queue(project, run, "build").outcome == "QUEUED"
+    assert [d[1] for d in decisions(project, run)] == ["SATISFIED"]
+
+
+def test_queue_attempts__failed_skipped_and_cancelled_tasks_are_queued_again(project: Project) -> None:
+    run = project.run("reports")
+    earlier = {task: task_run(project, run, task, status, attempts=2)
+               for task, status in (("publish", "FAILED"), ("ingest", "SKIPPED"))}
+    execute(project, "UPDATE {AUD_TASK_RUN_LOG} SET MESSAGE = 'skipped by hand' WHERE TASK_RUN_ID = :t",
+            t=earlier["ingest"])
+    found = queue_many(project, run, "ingest", "publish")
+    assert {t: (r.outcome, r.task_run_id, r.attempt_number) for t, r in found.items()} == {
+        "ingest": ("QUEUED", earlier["ingest"], 3), "publish": ("QUEUED", earlier["publish"], 3)}
+    assert project.rows("SELECT STATUS, ATTEMPT_COUNT, END_DATE, MESSAGE FROM {AUD_TASK_RUN_LOG}"
+                        " ORDER BY TASK_RUN_ID") == [("IN-PROGRESS", 3, None, None)] * 2
+
+
+def test_queue_attempts__a_refusal_for_one_task_queues_none_of_the_list(project: Project) -> None:
+    run = project.run("reports")
+    first = queue(project, run, "publish")
+    before = snapshot(project)
+    ids = f"{project.tasks['ingest']},{project.tasks['publish']}"
+    with pytest.raises(StaleTransitionError, match=(
+            f"task publish of run {run} \\(task run {first.task_run_id}\\) already has attempt {first.attempt_id}"
+            f" QUEUED, queued at {UTC_T0}, expected no live attempt; a task is queued once")):
+        call(project.db, "queue_attempts", run_id=run, task_ids=ids)
+    assert snapshot(project) == before, "ingest, listed before publish, was not queued either"
+    for bad in ("", "1,,2", "1;2", "a,b", ",1"):
+        with pytest.raises(RefusedByPolicyError, match="task_ids must be a comma list of task ids such as '12,13'"):
+            call(project.db, "queue_attempts", run_id=run, task_ids=bad)
+    with pytest.raises(RefusedByPolicyError, match=f"task_ids names task {project.tasks['ingest']} twice"):
+        call(project.db, "queue_attempts", run_id=run, task_ids=f"{project.tasks['ingest']}, {project.tasks['ingest']}")
+    with pytest.raises(NotFoundError, match=f"task {project.tasks['extract']} is not an active task of pipeline"
+                                            f" reports \\(run {run}\\)"):
+        call(project.db, "queue_attempts", run_id=run, task_ids=f"{project.tasks['ingest']},{project.tasks['extract']}")
+    done = task_run(project, run, "ingest", "SUCCESS")
+    with pytest.raises(RefusedByPolicyError, match=f"task ingest already succeeded in run {run} \\(task run {done}"):
+        call(project.db, "queue_attempts", run_id=run, task_ids=str(project.tasks["ingest"]))
+    with pytest.raises(NotFoundError, match="run 999 does not exist"):
+        call(project.db, "queue_attempts", run_id=999, task_ids=str(project.tasks["ingest"]))
+    call(project.db, "pause_pipeline", pipeline_id=project.pipelines["reports"], reason="freeze")
+    with pytest.raises(RefusedByPolicyError, match="pipeline reports is paused since"):
+        call(project.db, "queue_attempts", run_id=run, task_ids=str(project.tasks["build"]))
+    call(project.db, "resume_pipeline", pipeline_id=project.pipelines["reports"], reason="thawed")
+    queued = project.run("reports", key="manual:queued", status="QUEUED")
+    with pytest.raises(StaleTransitionError, match=f"run {queued} is QUEUED, expected IN-PROGRESS"):
+        call(project.db, "queue_attempts", run_id=queued, task_ids=str(project.tasks["ingest"]))
+    assert project.scalar("SELECT COUNT(*) FROM {AUD_TASK_ATTEMPTS}") == 1
+
+
+def test_queue_attempts__two_callers_queue_a_list_once(project: Project) -> None:
+    run = project.run("reports")
+    ids = f"{project.tasks['publish']},{project.tasks['ingest']}"
+    results = at_once([lambda: call(project.db, "queue_attempts", run_id=run, task_ids=ids) for _ in range(4)])
+    queued = [r for r in results if not isinstance(r, EtlCraftError)]
+    assert [[row.outcome for row in r] for r in queued] == [["QUEUED", "QUEUED"]]
+    assert all(isinstance(r, StaleTransitionError) and "a task is queued once" in str(r)
+               for r in results if isinstance(r, EtlCraftError))
+    assert project.rows("SELECT ATTEMPT_NUMBER, STATUS FROM {AUD_TASK_ATTEMPTS}") == [(1, "QUEUED")] * 2

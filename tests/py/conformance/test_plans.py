@@ -212,3 +212,13 @@ def _query_plan(db: EngineDB, name: str, **params: Any) -> str:
             return "Query Text:\n" + "\n".join(str(r[0]) for r in rows)
         rows = conn.execute(sa.text(f"EXPLAIN QUERY PLAN {query}"), params)
         return "\n".join(str(r[3]) for r in rows)
+
+
+def test_queue_attempts__fresh_engine_db__reads_each_listed_task_by_key(chain: Chain) -> None:
+    """The tasks of the list, their task runs and their edges to other pipelines are each found by key: queuing a
+    link of a long chain (or a fan-out's branches) reads nothing else of the run or the pipeline."""
+    plans = chain.plans("queue_attempts", run_id=chain.run, task_ids=f"{chain.tasks[DONE + 1]},{chain.tasks[DONE + 2]}")
+    text = "\n".join(plans)
+    # Each listed task's task run by its run and task, or by its task (the runs of one task): a probe either way.
+    assert re.search(r"ux_task_run_per_run|ix_task_runs_task", text), text
+    assert full_reads(plans) == [], text

@@ -7,6 +7,9 @@ what each task ended as is the outcome the whole-run rule gives, skips propagate
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -62,3 +65,61 @@ def test_a_chain__each_completion_judges_its_successors__the_whole_run_only_firs
     # One per task that ended or was skipped and has a successor in the pipeline: t0..t7, bad and after_bad; none for
     # on_failure and after_after, on which nothing depends.
     assert calls.get("ready_successors") == CHAIN + 2, calls
+
+
+BRANCHES = 11
+COUNTED_RUN = '''
+import collections, sys
+import etlcraft.overseer.driver as driver
+reads = collections.Counter()
+original = driver.fetch_all
+def counted(db, conn, name, **params):
+    reads[name] += 1
+    return original(db, conn, name, **params)
+driver.fetch_all = counted
+sys.argv = ["etl-craft", "run", "--pipeline-code", "fan"]
+from etlcraft.cli import main
+try:
+    main()
+finally:
+    print("READS", reads["run_queued_pools"], file=sys.stderr)
+'''
+
+
+def test_a_fan_out__its_branches_are_queued_in_one_call__its_queued_pools_read_when_they_change(
+        tmp_path: Path, empty_pg_url: str) -> None:
+    """A root and BRANCHES branches, two slots: the branches the root's end made ready are queued together
+    (queue_attempts, one call; queue_attempt judges task gates only, and there are none), and the pools the run's
+    attempts wait in are read when the driver queues into a new one (one branch is in pool side), not per claim."""
+    tasks = [Task("root")] + [Task(f"b{n:02d}") for n in range(BRANCHES)]
+    project = write_project(tmp_path / "p", empty_pg_url, {"fan": tasks},
+                            [(f"b{n:02d}", "root", "SUCCESS") for n in range(BRANCHES)], slots=2)
+    with (project / "migrations" / "0001_pipelines.sql").open("a") as sql:
+        sql.write("INSERT INTO CFG_TASK_PARAMETERS (TASK_ID, PARAMETER_NAME, PARAMETER_VALUE)"
+                  " SELECT TASK_ID, 'POOL', 'side' FROM CFG_TASKS WHERE TASK_CODE = 'b05';\n")
+    assert etl_craft("migrate", cwd=project).code == 0
+    _track_functions(empty_pg_url)
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ETL_CRAFT_")}
+    done = subprocess.run([sys.executable, "-c", COUNTED_RUN], cwd=project, env=environ, text=True,
+                          capture_output=True, timeout=300, check=False)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = etl_craft("status", "--pipeline-code", "fan", "--run-id", "1", "--format", "json", cwd=project)
+    assert {t["status"] for t in json.loads(status.out)["tasks"]} == {"SUCCESS"}
+    pools = {r[0] for r in _rows(empty_pg_url, "SELECT POOL FROM etl_craft.AUD_TASK_ATTEMPTS")}
+    assert pools == {"default", "side"}
+    dsn = make_url(empty_pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as conn:
+        calls = dict(conn.execute("SELECT funcname, calls FROM pg_stat_user_functions"
+                                  " WHERE funcname IN ('queue_attempts', 'queue_attempt')").fetchall())
+    assert calls == {"queue_attempts": 2}, calls  # the root, then every branch at once
+    # The root's claim, then once more for the new pool; per claim it would be one read per turn (six or more).
+    reads = int(done.stderr.rsplit("READS", 1)[1].split()[0])
+    assert reads == 2, done.stderr
+
+
+def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as conn:
+        return list(conn.execute(sql).fetchall())
