@@ -16,10 +16,12 @@ from datetime import UTC, date, datetime
 from functools import cache
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 
 from etlcraft.core.actor import current_actor
 from etlcraft.engine.db import EngineDB, format_timestamp, sqlite_script_statements
+from etlcraft.engine.queries import fetch_all, psycopg_sql
 from etlcraft.engine.render import render
 from etlcraft.paths import sql_dir
 
@@ -121,6 +123,31 @@ def call(db: EngineDB, name: str, /, **arguments: Any) -> list[Any]:
         return _call_alone(db, None, name, arguments)
     with db.write(mark=False) as conn:
         return call_in(db, conn, name, **arguments)
+
+
+def read_then_call(db: EngineDB, query: str, params: Mapping[str, Any], name: str, /,
+                   **arguments: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Read the named query `query` with `params`, then call the write-API function `name`, in one transaction: on
+    PostgreSQL in one round trip (pipeline mode: both statements go before either answer is read, and the server
+    runs them as one implicit transaction), elsewhere as a read then the call in one write transaction. The read's
+    rows (as fetch_all gives them) and the call's typed rows; a refused call raises as call() does, and the read is
+    lost with it. A supervisor hands an attempt to its spare task process this way: the attempt's context read and
+    start_attempt in one round trip instead of two."""
+    if not _alone(db) or not psycopg.Pipeline.is_supported():
+        with db.write(mark=False) as conn:
+            return fetch_all(db, conn, query, **params), call_in(db, conn, name, **arguments)
+    spec = _checked(db, name, arguments)
+    actor = current_actor()
+    with db.single_statement() as conn:
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        with driver.pipeline():
+            read = driver.execute(psycopg_sql(query, db.schema), dict(params), prepare=True)
+            called = driver.execute(_pg_statement(db.schema, name, tuple(arguments)),
+                                    {**arguments, "_actor": actor.name, "_actor_kind": str(actor.kind)}, prepare=True)
+        names = [column.name.lower() for column in read.description or ()]
+        rows = [dict(zip(names, row, strict=True)) for row in read.fetchall()]
+        return rows, _typed_rows(spec, called.fetchall(), db.dialect)
 
 
 def call_on(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -> list[Any]:

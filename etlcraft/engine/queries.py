@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from etlcraft.engine.db import EngineDB
 
@@ -68,6 +69,13 @@ def _statement(name: str, dialect: str, schema: str) -> sa.TextClause:
 def statement(db: EngineDB, name: str) -> sa.TextClause:
     """The query `name` with its table names qualified for `db`."""
     return _statement(name, db.dialect, db.schema)
+
+
+@cache
+def psycopg_sql(name: str, schema: str) -> str:
+    """The query `name` for PostgreSQL as psycopg sends it (binds as %(name)s), for a statement sent on the driver's
+    connection (etlcraft.engine.functions.read_then_call)."""
+    return str(_statement(name, "postgresql", schema).compile(dialect=postgresql.psycopg.dialect()))
 
 
 def fetch_all(db: EngineDB, conn: sa.Connection, name: str, **params: Any) -> list[dict[str, Any]]:

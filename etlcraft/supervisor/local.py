@@ -30,7 +30,7 @@ from etlcraft.core.faults import fault_point
 from etlcraft.core.process import host, process_start
 from etlcraft.core.stops import holding_stops
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.functions import call
+from etlcraft.engine.functions import call, read_then_call
 from etlcraft.engine.outage import ride_out
 from etlcraft.engine.queries import fetch_all, fetch_one
 from etlcraft.supervisor.child import (
@@ -142,11 +142,12 @@ class LocalSupervisor:
         log_path = folder / f"{task_code}.{attempt_id}.log"
         pinned = self.db.clock.pinned
         request = replace(self.request_base, attempt_id=attempt_id, log_path=str(log_path),
-                          clock=pinned.isoformat() if pinned else None, context=self._context(attempt_id))
+                          clock=pinned.isoformat() if pinned else None)
         deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
         with holding_stops():
             handed = self._hand_to_spare(request, log_path)
             if handed is None:
+                request = replace(request, context=self._context(attempt_id))
                 reports, theirs = Pipe()  # duplex: its outcome comes up, the verdict goes back down
                 process = CONTEXT.Process(target=main, args=(request, theirs),
                                           name=f"etl-craft {task_code} {attempt_id}")
@@ -273,9 +274,9 @@ class LocalSupervisor:
             if not idle.alive():  # it died while it waited (killed, out of memory): no attempt was in it
                 idle.requests.close()
                 continue
-            started = self._start_for(idle, request.attempt_id, log_path)
+            started, context = self._start_for(idle, request.attempt_id, log_path)
             try:
-                idle.requests.send(replace(request, started=started))
+                idle.requests.send(replace(request, started=started, context=context))
             except OSError:
                 if started:  # it died just now, after its attempt was started for it: reaped as a task process that
                     return idle  # ended without recording an outcome (its channel reads as ended)
@@ -284,27 +285,30 @@ class LocalSupervisor:
             return idle
         return None
 
-    def _start_for(self, idle: Spare, attempt_id: int, log_path: Path) -> bool:
+    def _start_for(self, idle: Spare, attempt_id: int,
+                   log_path: Path) -> tuple[bool, tuple[dict[str, Any], ...] | None]:
         """Record the attempt RUNNING in the spare task process about to run it (start_attempt with its host, PID
-        and process start, under this supervisor's owner id), on this supervisor's connection, whose session has
-        planned start_attempt and its triggers long ago: in the task process's new session that planning was most of
-        the call (about 4 ms of every chain link on PostgreSQL; release/benchmarks/overhead.md). Not when the
-        attempt's log file cannot be opened (the task process records the attempt FAILED from CLAIMED, B2) or the
-        call fails (stale, or the Engine DB briefly unreachable): False, and the task process starts the attempt
-        itself, as a task process started for its attempt does."""
+        and process start, under this supervisor's owner id) and read its context for it (attempt_context), in one
+        round trip on this supervisor's connection (read_then_call), whose session has planned both long ago: in the
+        task process's new session that planning was most of each call (release/benchmarks/overhead.md). Whether it
+        was started, and its context rows (None: the task process reads them). Not when the attempt's log file
+        cannot be opened (the task process records the attempt FAILED from CLAIMED, B2) or the call fails (stale,
+        or the Engine DB briefly unreachable): False, and the task process starts the attempt itself, as a task
+        process started for its attempt does."""
         pid = idle.process.pid
         assert pid is not None
         try:
             os.close(open_log(log_path))
         except OSError:
-            return False
+            return False, None
         try:
-            call(self.db, "start_attempt", attempt_id=attempt_id, owner_id=self.owner_id, host=host(), pid=pid,
-                 process_start=idle.start or "unknown", lease_seconds=self.request_base.lease_seconds,
-                 log_path=str(log_path))
+            rows, _ = read_then_call(
+                self.db, "attempt_context", {"attempt_id": attempt_id}, "start_attempt", attempt_id=attempt_id,
+                owner_id=self.owner_id, host=host(), pid=pid, process_start=idle.start or "unknown",
+                lease_seconds=self.request_base.lease_seconds, log_path=str(log_path))
         except EtlCraftError:
-            return False
-        return True
+            return False, None
+        return True, tuple(rows) or None
 
     def _report(self, child: Child) -> Ended | None:
         """Serve what the task process sent on its report channel: its outcome, recorded here (_record_outcome) and

@@ -10,11 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pytest
 import sqlalchemy as sa
 
 from etlcraft.config.loader import CONFIG_FILE
+from etlcraft.core.errors import StaleTransitionError
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.functions import call
+from etlcraft.engine.functions import call, read_then_call
 from etlcraft.engine.queries import fetch_all
 from etlcraft.supervisor.child import ChildRequest, _context
 from tests.py.support.attempts import OWNER, Attempts, Queued
@@ -103,3 +106,32 @@ def test_task_context__read_by_the_supervisor__the_task_process_sends_no_stateme
         sa.event.remove(engine_db.engine, "before_cursor_execute", note)
     assert sent == []
     assert handed == _context(engine_db, request)
+
+
+def test_read_then_call__the_context_read_and_the_start_in_one_transaction__one_round_trip_on_postgresql(
+        engine_db: EngineDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """How a supervisor hands an attempt to its spare task process: the attempt's context and its start_attempt
+    together; on PostgreSQL one pipeline (both statements sent before either answer is read), else one write
+    transaction. A refused start raises as call() does, and changes nothing."""
+    attempts, claimed, _ = _claimed_with_parameters(engine_db, tmp_path)
+    pipelines: list[object] = []
+    if engine_db.is_postgres:
+        original = psycopg.Connection.pipeline
+
+        def counted(self: psycopg.Connection[Any]) -> Any:
+            pipelines.append(self)
+            return original(self)
+
+        monkeypatch.setattr(psycopg.Connection, "pipeline", counted)
+    with pytest.raises(StaleTransitionError):
+        read_then_call(engine_db, "attempt_context", {"attempt_id": claimed.attempt_id}, "start_attempt",
+                       attempt_id=claimed.attempt_id, owner_id="someone-else", host="h", pid=7, process_start="0")
+    assert attempts.attempt(claimed.attempt_id)["STATUS"] == "CLAIMED"
+    rows, started = read_then_call(engine_db, "attempt_context", {"attempt_id": claimed.attempt_id}, "start_attempt",
+                                   attempt_id=claimed.attempt_id, owner_id=OWNER, host="h", pid=7,
+                                   process_start="0")
+    assert {r["parameter_name"]: r["parameter_value"] for r in rows} == {"region": "EU", "since": "2026-01-01"}
+    assert {r["task_code"] for r in rows} == {"ingest"}
+    assert [(s.attempt_id, s.status) for s in started] == [(claimed.attempt_id, "RUNNING")]
+    assert attempts.attempt(claimed.attempt_id)["STATUS"] == "RUNNING"
+    assert len(pipelines) == (2 if engine_db.is_postgres else 0)

@@ -21,7 +21,7 @@ from etlcraft.config.loader import load_config
 from etlcraft.core.actor import current_actor
 from etlcraft.core.process import process_start
 from etlcraft.engine.db import EngineDB
-from etlcraft.engine.functions import call
+from etlcraft.engine.functions import call, read_then_call
 from etlcraft.engine.settings import engine_id
 from etlcraft.services.runs import run_settings
 from etlcraft.supervisor import local
@@ -215,16 +215,17 @@ def test_a_spare_that_died_is_replaced_and_close_ends_the_spares(tmp_path: Path,
 def test_the_supervisor_starts_the_attempt_it_hands_to_a_spare_on_its_own_connection(
         tmp_path: Path, fresh_pg: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The attempt is RUNNING in the spare (its PID and process start) when submit returns, recorded by the
-    supervisor's own start_attempt call: the task process's new session does not plan start_attempt and its
-    triggers on the chain link's path."""
+    supervisor's own start_attempt call, made with the read of the attempt's context (read_then_call: one round
+    trip): the task process's new session does not plan start_attempt and its triggers on the chain link's path."""
     calls: list[dict[str, object]] = []
 
-    def spy(db: EngineDB, name: str, **arguments: object) -> object:
-        if name == "start_attempt":
-            calls.append(arguments)
-        return call(db, name, **arguments)
+    def spy(db: EngineDB, query: str, params: dict[str, object], name: str,
+            **arguments: object) -> tuple[list[dict[str, object]], list[object]]:
+        assert (query, params, name) == ("attempt_context", {"attempt_id": arguments["attempt_id"]}, "start_attempt")
+        calls.append(arguments)
+        return read_then_call(db, query, params, name, **arguments)
 
-    monkeypatch.setattr(local, "call", spy)
+    monkeypatch.setattr(local, "read_then_call", spy)
     with _setup(tmp_path, fresh_pg, "local", {"p": [Task("a", {"hold": "a"})]}) as setup:
         run_id = setup.init_run("p")
         with _supervisor(setup, run_id) as (db, supervisor, pool):
