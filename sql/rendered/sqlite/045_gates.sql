@@ -31,6 +31,7 @@
 --   pipeline is IN-PROGRESS
 -- @end admit_run
 
+
 -- @function queue_attempt
 -- @args run_id bigint, task_id bigint, not_before timestamptz = NULL, bypass_reason text = NULL, rerun bool = false, gate_wait_seconds int = 0
 -- @returns attempt_id bigint, task_run_id bigint, attempt_number int, outcome text, reason text, next_check_at timestamptz
