@@ -16,7 +16,6 @@ from datetime import UTC, date, datetime
 from functools import cache
 from typing import Any
 
-import psycopg
 import sqlalchemy as sa
 
 from etlcraft.core.actor import current_actor
@@ -133,7 +132,7 @@ def read_then_call(db: EngineDB, query: str, params: Mapping[str, Any], name: st
     rows (as fetch_all gives them) and the call's typed rows; a refused call raises as call() does, and the read is
     lost with it. A supervisor hands an attempt to its spare task process this way: the attempt's context read and
     start_attempt in one round trip instead of two."""
-    if not _alone(db) or not psycopg.Pipeline.is_supported():
+    if not _alone(db) or not _pipelines():
         with db.write(mark=False) as conn:
             return fetch_all(db, conn, query, **params), call_in(db, conn, name, **arguments)
     spec = _checked(db, name, arguments)
@@ -148,6 +147,15 @@ def read_then_call(db: EngineDB, query: str, params: Mapping[str, Any], name: st
         names = [column.name.lower() for column in read.description or ()]
         rows = [dict(zip(names, row, strict=True)) for row in read.fetchall()]
         return rows, _typed_rows(spec, called.fetchall(), db.dialect)
+
+
+@cache
+def _pipelines() -> bool:
+    """Whether psycopg's libpq has pipeline mode; imported here, for a PostgreSQL Engine DB only (`etl-craft test`
+    and a SQLite Engine DB never load the driver)."""
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())
 
 
 def call_on(db: EngineDB, conn: sa.Connection, name: str, /, **arguments: Any) -> list[Any]:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 from etlcraft.engine.db import EngineDB
 
@@ -75,7 +74,9 @@ def statement(db: EngineDB, name: str) -> sa.TextClause:
 def psycopg_sql(name: str, schema: str) -> str:
     """The query `name` for PostgreSQL as psycopg sends it (binds as %(name)s), for a statement sent on the driver's
     connection (etlcraft.engine.functions.read_then_call)."""
-    return str(_statement(name, "postgresql", schema).compile(dialect=postgresql.psycopg.dialect()))
+    from sqlalchemy.dialects.postgresql.psycopg import dialect  # only for a PostgreSQL Engine DB
+
+    return str(_statement(name, "postgresql", schema).compile(dialect=dialect()))
 
 
 def fetch_all(db: EngineDB, conn: sa.Connection, name: str, **params: Any) -> list[dict[str, Any]]:
