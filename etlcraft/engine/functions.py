@@ -136,14 +136,13 @@ def read_then_call(db: EngineDB, query: str, params: Mapping[str, Any], name: st
         with db.write(mark=False) as conn:
             return fetch_all(db, conn, query, **params), call_in(db, conn, name, **arguments)
     spec = _checked(db, name, arguments)
-    actor = current_actor()
     with db.single_statement() as conn:
         driver = conn.connection.driver_connection
         assert driver is not None
         with driver.pipeline():
             read = driver.execute(psycopg_sql(query, db.schema), dict(params), prepare=True)
-            called = driver.execute(_pg_statement(db.schema, name, tuple(arguments)),
-                                    {**arguments, "_actor": actor.name, "_actor_kind": str(actor.kind)}, prepare=True)
+            called = driver.execute(_pg_statement(db.schema, name, tuple(arguments)), _pg_values(arguments),
+                                    prepare=True)
         names = [column.name.lower() for column in read.description or ()]
         rows = [dict(zip(names, row, strict=True)) for row in read.fetchall()]
         return rows, _typed_rows(spec, called.fetchall(), db.dialect)
@@ -237,12 +236,16 @@ def _call_postgres(db: EngineDB, conn: sa.Connection, spec: FunctionSpec, argume
     Sent on the psycopg connection as a prepared statement: this is the hot path of every claim and finish, and it
     skips SQLAlchemy's statement handling.
     """
-    actor = current_actor()
     driver = conn.connection.driver_connection
     assert driver is not None
-    values = {**arguments, "_actor": actor.name, "_actor_kind": str(actor.kind)}
-    cursor = driver.execute(_pg_statement(db.schema, spec.name, tuple(arguments)), values, prepare=True)
+    cursor = driver.execute(_pg_statement(db.schema, spec.name, tuple(arguments)), _pg_values(arguments), prepare=True)
     return cursor.fetchall()
+
+
+def _pg_values(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of a _pg_statement call: the arguments, and the current actor, who marks the transaction."""
+    actor = current_actor()
+    return {**arguments, "_actor": actor.name, "_actor_kind": str(actor.kind)}
 
 
 @cache
