@@ -175,6 +175,7 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -261,7 +262,11 @@ BEGIN
                       WHEN t.RUN_CONDITION <> 'ANY' AND g.MET = g.EDGES THEN 'RUN'
                       WHEN t.RUN_CONDITION <> 'ANY' AND g.UNMET > 0 THEN 'SKIP'
                  END AS DECISION
-            FROM etl_craft.CFG_TASKS t
+            -- Each candidate by its key: a scan of the tasks in code order that filters the ids is what a plan made
+            -- once per session, not knowing how many ids it will get, would otherwise take (it read every task).
+            FROM unnest(v_successors) AS o(TASK_ID)
+            JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
+               WHERE x.TASK_ID = o.TASK_ID OFFSET 0) t ON true
             LEFT JOIN LATERAL (SELECT x.TASK_RUN_ID, x.STATUS, x.ROWS_WRITTEN FROM etl_craft.AUD_TASK_RUN_LOG x
                WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = t.TASK_ID OFFSET 0) tr ON true
             LEFT JOIN judged g ON g.TASK_ID = t.TASK_ID

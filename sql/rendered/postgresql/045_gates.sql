@@ -594,6 +594,7 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = etl_craft, pg_catalog, pg_temp
 SET jit = off
+SET plan_cache_mode = force_generic_plan
 SET enable_seqscan = off AS $fn$
 #variable_conflict use_column
 DECLARE
@@ -643,8 +644,8 @@ BEGIN
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
      FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = p_run_id
     JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
-   WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASKS t
-                      WHERE t.TASK_ID = l.task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y')
+   WHERE (SELECT t.TASK_ID FROM etl_craft.CFG_TASKS t
+           WHERE t.TASK_ID = l.task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y') IS NULL
    ORDER BY l.pos LIMIT 1;
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
@@ -652,9 +653,9 @@ BEGIN
   SELECT 'EC020: ' || ('task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') already has attempt ' || a.ATTEMPT_ID || ' ' || a.STATUS || COALESCE(' by ' || a.OWNER_ID, '') || ', queued at ' || COALESCE(to_char(a.QUEUED_AT AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || ', expected no live attempt; a task is queued once: wait for that attempt to end, or cancel it') INTO v_failure
     FROM (SELECT u.task_id, u.pos,
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
-     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
-    JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING')
-    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.TASK_RUN_ID = l.task_run_id OFFSET 0) tr ON true
+    JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_ATTEMPTS x WHERE x.TASK_RUN_ID = tr.TASK_RUN_ID AND x.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING') OFFSET 0) a ON true
+    JOIN LATERAL (SELECT x.* FROM etl_craft.CFG_TASKS x WHERE x.TASK_ID = tr.TASK_ID OFFSET 0) t ON true
    ORDER BY l.pos LIMIT 1;
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC020', MESSAGE = COALESCE(v_failure, 'EC020');
@@ -662,8 +663,8 @@ BEGIN
   SELECT 'EC020: ' || ('task ' || t.TASK_CODE || ' of run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ') is IN-PROGRESS without a live attempt, expected FAILED, SKIPPED or CANCELLED; run etl-craft reconcile, or mark the task, before queuing it again') INTO v_failure
     FROM (SELECT u.task_id, u.pos,
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
-     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
-    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.TASK_RUN_ID = l.task_run_id OFFSET 0) tr ON true
+    JOIN LATERAL (SELECT x.* FROM etl_craft.CFG_TASKS x WHERE x.TASK_ID = tr.TASK_ID OFFSET 0) t ON true
    WHERE tr.STATUS = 'IN-PROGRESS'
    ORDER BY l.pos LIMIT 1;
   IF FOUND THEN
@@ -672,8 +673,8 @@ BEGIN
   SELECT 'EC023: ' || ('task ' || t.TASK_CODE || ' already succeeded in run ' || tr.PIPELINE_RUN_ID || ' (task run ' || tr.TASK_RUN_ID || ', ended ' || COALESCE(to_char(tr.END_DATE AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC', 'never') || '); queue it with queue_attempt and rerun to run it again') INTO v_failure
     FROM (SELECT u.task_id, u.pos,
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
-     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
-    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = tr.TASK_ID
+     FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.TASK_RUN_ID = l.task_run_id OFFSET 0) tr ON true
+    JOIN LATERAL (SELECT x.* FROM etl_craft.CFG_TASKS x WHERE x.TASK_ID = tr.TASK_ID OFFSET 0) t ON true
    WHERE tr.STATUS = 'SUCCESS'
    ORDER BY l.pos LIMIT 1;
   IF FOUND THEN
@@ -685,10 +686,10 @@ BEGIN
     FROM (SELECT u.task_id, u.pos,
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
      FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
-   WHERE NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
+   WHERE NOT (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
             JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
             JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
-           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y')
+           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y' LIMIT 1) IS NOT NULL
      AND l.task_run_id IS NULL
    ORDER BY l.pos;
   -- After the refusals above, a listed task run IN-PROGRESS is one just created (no attempt yet); the others are
@@ -701,12 +702,12 @@ BEGIN
            SELECT tr.TASK_RUN_ID FROM (SELECT u.task_id, u.pos,
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
      FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
-             JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
+             JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.TASK_RUN_ID = l.task_run_id OFFSET 0) tr ON true
             WHERE (tr.STATUS IN ('FAILED', 'SKIPPED', 'CANCELLED') OR (tr.STATUS = 'IN-PROGRESS' AND tr.ATTEMPT_COUNT = 0))
-              AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
+              AND NOT (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
             JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
             JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
-           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y'));
+           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y' LIMIT 1) IS NOT NULL);
   INSERT INTO etl_craft.AUD_TASK_ATTEMPTS
     (TASK_RUN_ID, ATTEMPT_NUMBER, STATUS, POOL, SLOT_KIND, PRIORITY, NOT_BEFORE, QUEUED_AT, REQUESTED_BY, REQUESTED_BY_KIND)
   SELECT tr.TASK_RUN_ID, tr.ATTEMPT_COUNT, 'QUEUED',
@@ -718,14 +719,14 @@ BEGIN
     FROM (SELECT u.task_id, u.pos,
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
      FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
-    JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
-    JOIN etl_craft.CFG_TASKS t ON t.TASK_ID = l.task_id
+    JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.TASK_RUN_ID = l.task_run_id OFFSET 0) tr ON true
+    JOIN LATERAL (SELECT x.* FROM etl_craft.CFG_TASKS x WHERE x.TASK_ID = l.task_id OFFSET 0) t ON true
     JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = t.PIPELINE_ID
     JOIN etl_craft.CFG_PROJECTS pr ON pr.PROJECT_ID = p.PROJECT_ID
-   WHERE tr.STATUS = 'IN-PROGRESS' AND NOT EXISTS (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
+   WHERE tr.STATUS = 'IN-PROGRESS' AND NOT (SELECT 1 FROM etl_craft.CFG_TASK_DEPENDENCY dep
             JOIN etl_craft.CFG_TASKS dt ON dt.TASK_ID = dep.TASK_ID
             JOIN etl_craft.CFG_TASKS ut ON ut.TASK_ID = dep.DEPENDS_ON_TASK_ID AND ut.PIPELINE_ID <> dt.PIPELINE_ID
-           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y')
+           WHERE dep.TASK_ID = l.task_id AND dep.ACTIVE_FLAG = 'Y' LIMIT 1) IS NOT NULL
    ORDER BY l.pos;
   PERFORM pg_notify('etl_craft_queue', p.POOL_NAME)
      FROM etl_craft.CFG_POOLS p
@@ -744,8 +745,9 @@ BEGIN
         FROM (SELECT u.task_id, u.pos,
               (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
          FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l
-        LEFT JOIN etl_craft.AUD_TASK_RUN_LOG tr ON tr.TASK_RUN_ID = l.task_run_id
-        LEFT JOIN etl_craft.AUD_TASK_ATTEMPTS a ON a.TASK_RUN_ID = tr.TASK_RUN_ID AND a.STATUS = 'QUEUED'
+        LEFT JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.TASK_RUN_ID = l.task_run_id OFFSET 0) tr ON true
+        -- Its live attempt is the one just queued (a live one refused the list above): found by ux_attempt_live.
+        LEFT JOIN LATERAL (SELECT x.* FROM etl_craft.AUD_TASK_ATTEMPTS x WHERE x.TASK_RUN_ID = tr.TASK_RUN_ID AND x.STATUS IN ('QUEUED', 'CLAIMED', 'RUNNING') OFFSET 0) a ON true
        ORDER BY l.pos
     ) AS q(task_id, attempt_id, task_run_id, attempt_number, pool, slot_kind, outcome, reason);
 END
