@@ -65,7 +65,6 @@ BEGIN
         -- One set-based statement. The edges of every task of the pipeline are judged once (MATERIALIZED: computed a
         -- single time even when the planner, before ANALYZE has seen new metadata, would rejoin them per task), then
         -- joined to the candidates. A 500-task pipeline takes milliseconds (about 0.1 s on never-analyzed tables).
-        -- Per downstream task: its edges, how many are met and unmet, and the first unmet one (by upstream code).
         SELECT w.TASK_ID AS TASK_ID, COUNT(*) AS EDGES,
                SUM(CASE WHEN w.STATE = 'MET' THEN 1 ELSE 0 END) AS MET,
                SUM(CASE WHEN w.STATE = 'UNMET' THEN 1 ELSE 0 END) AS UNMET,
@@ -203,49 +202,6 @@ BEGIN
   RETURN QUERY
   SELECT q.task_id::bigint, q.task_code::text, q.decision::text, q.reason::text
     FROM (
-      WITH judged AS MATERIALIZED (
-        -- One set-based statement. The edges of every task of the pipeline are judged once (MATERIALIZED: computed a
-        -- single time even when the planner, before ANALYZE has seen new metadata, would rejoin them per task), then
-        -- joined to the candidates. A 500-task pipeline takes milliseconds (about 0.1 s on never-analyzed tables).
-        -- Per downstream task: its edges, how many are met and unmet, and the first unmet one (by upstream code).
-        SELECT w.TASK_ID AS TASK_ID, COUNT(*) AS EDGES,
-               SUM(CASE WHEN w.STATE = 'MET' THEN 1 ELSE 0 END) AS MET,
-               SUM(CASE WHEN w.STATE = 'UNMET' THEN 1 ELSE 0 END) AS UNMET,
-               MAX(CASE WHEN w.N = 1 AND w.STATE = 'UNMET' THEN w.WHY END) AS FIRST_UNMET
-          FROM (
-            SELECT e.TASK_ID AS TASK_ID, e.STATE AS STATE, e.WHY AS WHY,
-                   ROW_NUMBER() OVER (PARTITION BY e.TASK_ID
-                                      ORDER BY CASE WHEN e.STATE = 'UNMET' THEN 0 ELSE 1 END, e.UP_CODE) AS N
-              FROM (
-                -- Each edge judged: OPEN (upstream not settled), MET, or UNMET (it can never be met).
-                SELECT d.TASK_ID AS TASK_ID, u.TASK_CODE AS UP_CODE, d.DEPENDENCY_TYPE AS DEPENDENCY_TYPE, ur.STATUS AS UP_STATUS,
-                       ur.ROWS_WRITTEN AS UP_ROWS,
-                       CASE WHEN ur.STATUS IS NULL OR ur.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')
-                            THEN 'OPEN'
-                            WHEN d.DEPENDENCY_TYPE = 'ALWAYS'
-                              OR (d.DEPENDENCY_TYPE = 'SUCCESS' AND ur.STATUS = 'SUCCESS')
-                              OR (d.DEPENDENCY_TYPE = 'FAILURE' AND ur.STATUS = 'FAILED')
-                              OR (d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS' AND ur.ROWS_WRITTEN > 0)
-                            THEN 'MET'
-                            ELSE 'UNMET' END AS STATE,
-                       u.TASK_CODE || ' ended ' || COALESCE(ur.STATUS, 'nothing')
-                         || CASE WHEN d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS'
-                                 THEN ' having written ' || COALESCE(CAST(ur.ROWS_WRITTEN AS TEXT), 'no') || ' rows' ELSE '' END
-                         || '; its ' || d.DEPENDENCY_TYPE || ' dependency can never be met' AS WHY
-                  -- Probes (ready_successors): from the few edges `where` picks, each task and task run fetched by its key.
-                  FROM etl_craft.CFG_TASK_DEPENDENCY d
-                  JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
-                     WHERE x.TASK_ID = d.TASK_ID OFFSET 0) dn ON true
-                  JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
-                     WHERE x.TASK_ID = d.DEPENDS_ON_TASK_ID OFFSET 0) u
-                    ON u.PIPELINE_ID = dn.PIPELINE_ID AND u.ACTIVE_FLAG = 'Y'
-                  LEFT JOIN LATERAL (SELECT x.TASK_RUN_ID, x.STATUS, x.ROWS_WRITTEN FROM etl_craft.AUD_TASK_RUN_LOG x
-                     WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.TASK_ID OFFSET 0) ur ON true
-                 WHERE dn.TASK_ID = ANY (v_successors) AND dn.PIPELINE_ID + 0 = v_pipeline_id AND d.TASK_ID = ANY (v_successors) AND d.ACTIVE_FLAG = 'Y' AND dn.ACTIVE_FLAG = 'Y'
-              ) e
-          ) w
-         GROUP BY w.TASK_ID
-      )
       SELECT c.TASK_ID, c.TASK_CODE, c.DECISION,
              CASE WHEN c.DECISION = 'RUN' AND c.EDGES IS NULL THEN 'no dependencies'
                   WHEN c.DECISION = 'RUN' THEN 'dependencies met'
@@ -269,8 +225,47 @@ BEGIN
                WHERE x.TASK_ID = o.TASK_ID OFFSET 0) t ON true
             LEFT JOIN LATERAL (SELECT x.TASK_RUN_ID, x.STATUS, x.ROWS_WRITTEN FROM etl_craft.AUD_TASK_RUN_LOG x
                WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = t.TASK_ID OFFSET 0) tr ON true
-            LEFT JOIN judged g ON g.TASK_ID = t.TASK_ID
-           WHERE t.TASK_ID = ANY (v_successors) AND t.PIPELINE_ID + 0 = v_pipeline_id AND t.ACTIVE_FLAG = 'Y'
+            -- Each candidate's edges judged apart, by their index (ux_task_dependency_active): joined to a set judged
+            -- once instead, a plan made once per session (not knowing how many ids it gets) walked the whole set for
+            -- each candidate, 3,000 x 3,000 rows for a fan-out's root.
+            LEFT JOIN LATERAL (SELECT w.TASK_ID AS TASK_ID, COUNT(*) AS EDGES,
+                     SUM(CASE WHEN w.STATE = 'MET' THEN 1 ELSE 0 END) AS MET,
+                     SUM(CASE WHEN w.STATE = 'UNMET' THEN 1 ELSE 0 END) AS UNMET,
+                     MAX(CASE WHEN w.N = 1 AND w.STATE = 'UNMET' THEN w.WHY END) AS FIRST_UNMET
+                FROM (
+                  SELECT e.TASK_ID AS TASK_ID, e.STATE AS STATE, e.WHY AS WHY,
+                         ROW_NUMBER() OVER (PARTITION BY e.TASK_ID
+                                            ORDER BY CASE WHEN e.STATE = 'UNMET' THEN 0 ELSE 1 END, e.UP_CODE) AS N
+                    FROM (
+                      -- Each edge judged: OPEN (upstream not settled), MET, or UNMET (it can never be met).
+                      SELECT d.TASK_ID AS TASK_ID, u.TASK_CODE AS UP_CODE, d.DEPENDENCY_TYPE AS DEPENDENCY_TYPE, ur.STATUS AS UP_STATUS,
+                             ur.ROWS_WRITTEN AS UP_ROWS,
+                             CASE WHEN ur.STATUS IS NULL OR ur.STATUS NOT IN ('SUCCESS', 'FAILED', 'SKIPPED', 'CANCELLED')
+                                  THEN 'OPEN'
+                                  WHEN d.DEPENDENCY_TYPE = 'ALWAYS'
+                                    OR (d.DEPENDENCY_TYPE = 'SUCCESS' AND ur.STATUS = 'SUCCESS')
+                                    OR (d.DEPENDENCY_TYPE = 'FAILURE' AND ur.STATUS = 'FAILED')
+                                    OR (d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS' AND ur.ROWS_WRITTEN > 0)
+                                  THEN 'MET'
+                                  ELSE 'UNMET' END AS STATE,
+                             u.TASK_CODE || ' ended ' || COALESCE(ur.STATUS, 'nothing')
+                               || CASE WHEN d.DEPENDENCY_TYPE = 'HAS_DATA' AND ur.STATUS = 'SUCCESS'
+                                       THEN ' having written ' || COALESCE(CAST(ur.ROWS_WRITTEN AS TEXT), 'no') || ' rows' ELSE '' END
+                               || '; its ' || d.DEPENDENCY_TYPE || ' dependency can never be met' AS WHY
+                        -- Probes (ready_successors): from the few edges `where` picks, each task and task run fetched by its key.
+                        FROM etl_craft.CFG_TASK_DEPENDENCY d
+                        JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
+                           WHERE x.TASK_ID = d.TASK_ID OFFSET 0) dn ON true
+                        JOIN LATERAL (SELECT x.TASK_ID, x.TASK_CODE, x.PIPELINE_ID, x.RUN_CONDITION, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x
+                           WHERE x.TASK_ID = d.DEPENDS_ON_TASK_ID OFFSET 0) u
+                          ON u.PIPELINE_ID = dn.PIPELINE_ID AND u.ACTIVE_FLAG = 'Y'
+                        LEFT JOIN LATERAL (SELECT x.TASK_RUN_ID, x.STATUS, x.ROWS_WRITTEN FROM etl_craft.AUD_TASK_RUN_LOG x
+                           WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.TASK_ID OFFSET 0) ur ON true
+                       WHERE dn.PIPELINE_ID + 0 = v_pipeline_id AND d.TASK_ID = t.TASK_ID AND d.ACTIVE_FLAG = 'Y' AND dn.ACTIVE_FLAG = 'Y'
+                    ) e
+                ) w
+               GROUP BY w.TASK_ID) g ON true
+           WHERE t.PIPELINE_ID + 0 = v_pipeline_id AND t.ACTIVE_FLAG = 'Y'
              -- Candidates: no task run yet, or one the engine skipped. An operator's skip (SKIP, or MARK to SKIPPED)
              -- stands.
              AND (tr.TASK_RUN_ID IS NULL

@@ -644,8 +644,9 @@ BEGIN
           (SELECT x.TASK_RUN_ID FROM etl_craft.AUD_TASK_RUN_LOG x WHERE x.PIPELINE_RUN_ID = p_run_id AND x.TASK_ID = u.task_id) AS task_run_id
      FROM unnest(v_ids) WITH ORDINALITY AS u(task_id, pos)) AS l JOIN etl_craft.AUD_PIPELINES_RUN_LOG r ON r.PIPELINE_RUN_ID = p_run_id
     JOIN etl_craft.CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID
-   WHERE (SELECT t.TASK_ID FROM etl_craft.CFG_TASKS t
-           WHERE t.TASK_ID = l.task_id AND t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y') IS NULL
+   -- The task by its key (kept apart by OFFSET 0 from the checks on it: never a walk of the pipeline's active tasks).
+   WHERE (SELECT 1 FROM (SELECT x.PIPELINE_ID, x.ACTIVE_FLAG FROM etl_craft.CFG_TASKS x WHERE x.TASK_ID = l.task_id OFFSET 0) t
+           WHERE t.PIPELINE_ID = r.PIPELINE_ID AND t.ACTIVE_FLAG = 'Y') IS NULL
    ORDER BY l.pos LIMIT 1;
   IF FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'EC021', MESSAGE = COALESCE(v_failure, 'EC021');
