@@ -15,7 +15,8 @@ in a process of its own. Orchestration overhead per task is (T_N - T1) / N, in s
 chain and a fan-out of N tasks, and per-task overhead (T_N - T1) / N is printed for each, with the ratio of the
 largest size to 100 tasks (linear: near 1). In the same run, on PostgreSQL, bench/floor.py (a minimal supervisor
 of no etl-craft code that forks one child per task and records claim and finish with plain SQL) gives the floor
-per task for each size and shape, and each etl-craft figure is printed as a multiple of it (issue 27: at most 2).
+per task for each size and shape, measured right after etl-craft's run of that size and shape, and each etl-craft
+figure is printed as a multiple of it (issue 27: at most 2).
 
 Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 T1 and T_N are the median of --repeat runs (T1, and T_N up to 1,000 tasks, of at least three: a run of a few
@@ -143,7 +144,7 @@ def check_run(engine: sa.Engine, schema: str, pipeline: str, tasks: int) -> None
 def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: int,
             with_floor: bool) -> tuple[list[Figure], list[Figure]]:
     """etl-craft's figures for each size and shape on `dialect`; on PostgreSQL with `with_floor`, the floor's too,
-    measured between the same runs (in the same database)."""
+    each right after etl-craft's of the same size and shape (in the same database)."""
     database = f"etlcraft_bench_{uuid.uuid4().hex[:8]}" if dialect == "postgresql" else None
     engine_url = make_url(ADMIN).set(database=database).render_as_string(hide_password=False) if database else None
     if database:
@@ -163,22 +164,26 @@ def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: i
             return statistics.median(seconds)
 
         t1 = timed("one1", 1, max(3, repeat))
-        figures = []
+        dsn = (make_url(engine_url).set(drivername="postgresql").render_as_string(hide_password=False)
+               if engine_url else "")
+        figures: list[Figure] = []
+        floors: list[Figure] = []
+        floor_t1: dict[str, float] = {}
         for n in sizes:
             for shape in ("chain", "fanout"):
                 times = repeat if n > 1000 else max(3, repeat)  # a short run's time moves most with the machine
                 figures.append(Figure(dialect, shape, t1, timed(f"{shape}{n}", n, times), n))
                 print(f"measured {dialect} {shape} {n}: {figures[-1].per_task:.4f} s per task", flush=True)
-        floors = []
-        if database and with_floor:
-            dsn = make_url(engine_url or "").set(drivername="postgresql").render_as_string(hide_password=False)
-            for n in sizes:
-                for shape in ("chain", "fanout"):
-                    f1 = statistics.median(floor.supervise(dsn, shape, 1, slots) for _ in range(max(3, repeat)))
-                    fn = statistics.median(floor.supervise(dsn, shape, n, slots)
-                                           for _ in range(repeat if n > 1000 else max(3, repeat)))
-                    floors.append(Figure("floor", shape, f1, fn, n))
-                    print(f"measured floor {shape} {n}: {floors[-1].per_task:.4f} s per task", flush=True)
+                if not (database and with_floor):
+                    continue
+                # The floor of the same size and shape right after: this machine's speed drifts by 15 % or more
+                # over a run of the bench, and a ratio is only fair between figures measured together.
+                if shape not in floor_t1:
+                    floor_t1[shape] = statistics.median(floor.supervise(dsn, shape, 1, slots)
+                                                        for _ in range(max(3, repeat)))
+                fn = statistics.median(floor.supervise(dsn, shape, n, slots) for _ in range(times))
+                floors.append(Figure("floor", shape, floor_t1[shape], fn, n))
+                print(f"measured floor {shape} {n}: {floors[-1].per_task:.4f} s per task", flush=True)
         engine.dispose()
         return figures, floors
     finally:
