@@ -126,28 +126,36 @@ def test_ready_successors__operator_and_engine_skips_paused_and_unknown_runs__as
         call(project.db, "ready_successors", run_id=999, task_id=project.tasks["a"])
 
 
-def _chain(project: Project, length: int) -> int:
-    """A chain of `length` tasks in its own pipeline, its first half ended SUCCESS in a new run; the run's id."""
+def _pipeline_run(project: Project, name: str, codes: list[str], upstream: Callable[[int], int | None],
+                  done: range) -> tuple[int, list[int]]:
+    """Pipeline `name` of the tasks `codes`, task n depending on task upstream(n) (None: on none), and a new run of it
+    in which the tasks `done` (by place) ended SUCCESS; the run's id and the tasks' ids."""
     db = project.db
-    pipeline = project.pipeline(f"chain{length}")
+    pipeline = project.pipeline(name)
     add_task = sa.text(f"INSERT INTO {db.qualify('CFG_TASKS')} (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE)"
                        " VALUES (:p, :c, 'SQL', 'OVERWRITE_TABLE', 'x.sql') RETURNING TASK_ID")
     add_edge = sa.text(f"INSERT INTO {db.qualify('CFG_TASK_DEPENDENCY')} (TASK_ID, DEPENDS_ON_TASK_ID) VALUES (:t, :u)")
+    ids: list[int] = []
     with db.write() as conn:
-        previous = None
-        for n in range(length):
-            task_id = int(conn.execute(add_task, {"p": pipeline, "c": f"c{length}_{n:05d}"}).scalar_one())
-            project.tasks[f"c{length}_{n:05d}"] = task_id
-            if previous is not None:
-                conn.execute(add_edge, {"t": task_id, "u": previous})
-            previous = task_id
-    run = project.run(f"chain{length}")
+        for n, code in enumerate(codes):
+            ids.append(int(conn.execute(add_task, {"p": pipeline, "c": code}).scalar_one()))
+            project.tasks[code] = ids[-1]
+            up = upstream(n)
+            if up is not None:
+                conn.execute(add_edge, {"t": ids[-1], "u": ids[up]})
+    run = project.run(name)
     add_run = sa.text(f"INSERT INTO {db.qualify('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS)"
                       " VALUES (:r, :t, 'SUCCESS')")
     with db.write() as conn:
-        for n in range(length // 2):
-            conn.execute(add_run, {"r": run, "t": project.tasks[f"c{length}_{n:05d}"]})
-    return run
+        for n in done:
+            conn.execute(add_run, {"r": run, "t": ids[n]})
+    return run, ids
+
+
+def _chain(project: Project, length: int) -> int:
+    """A chain of `length` tasks in its own pipeline, its first half ended SUCCESS in a new run; the run's id."""
+    return _pipeline_run(project, f"chain{length}", [f"c{length}_{n:05d}" for n in range(length)],
+                         lambda n: n - 1 if n else None, range(length // 2))[0]
 
 
 def _work(db: EngineDB, measure: Callable[[sa.Connection], int], name: str, **arguments: Any) -> tuple[list[Any], int]:
@@ -200,21 +208,9 @@ def test_ready_successors__a_chain_link__reads_as_much_at_1000_tasks_as_at_10(pr
 def _fan_out(project: Project, branches: int) -> tuple[int, int]:
     """A root and `branches` tasks that depend on it, in a pipeline of their own, the root ended SUCCESS in a new
     run; the run's id and the root's task id."""
-    db = project.db
-    pipeline = project.pipeline(f"fan{branches}")
-    add_task = sa.text(f"INSERT INTO {db.qualify('CFG_TASKS')} (PIPELINE_ID, TASK_CODE, HANDLER, ACTION, SQL_FILE)"
-                       " VALUES (:p, :c, 'SQL', 'OVERWRITE_TABLE', 'x.sql') RETURNING TASK_ID")
-    add_edge = sa.text(f"INSERT INTO {db.qualify('CFG_TASK_DEPENDENCY')} (TASK_ID, DEPENDS_ON_TASK_ID) VALUES (:t, :u)")
-    with db.write() as conn:
-        root = int(conn.execute(add_task, {"p": pipeline, "c": "root"}).scalar_one())
-        for n in range(branches):
-            branch = int(conn.execute(add_task, {"p": pipeline, "c": f"b{n:05d}"}).scalar_one())
-            conn.execute(add_edge, {"t": branch, "u": root})
-    run = project.run(f"fan{branches}")
-    with db.write() as conn:
-        conn.execute(sa.text(f"INSERT INTO {db.qualify('AUD_TASK_RUN_LOG')} (PIPELINE_RUN_ID, TASK_ID, STATUS)"
-                             " VALUES (:r, :t, 'SUCCESS')"), {"r": run, "t": root})
-    return run, root
+    run, ids = _pipeline_run(project, f"fan{branches}", ["root"] + [f"b{n:05d}" for n in range(branches)],
+                             lambda n: 0 if n else None, range(1))
+    return run, ids[0]
 
 
 def _dropped(plans: list[str]) -> int:
