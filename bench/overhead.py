@@ -12,16 +12,17 @@ in a process of its own. Orchestration overhead per task is (T_N - T1) / N, in s
     python bench/overhead.py [--tasks 10,100] [--repeat 1] [--slots 4] [--dialects sqlite,postgresql] [--no-floor]
 
 --tasks takes one size or several (for issue 27: 10,100,1000,10000; the default stays quick): each size N gets a
-chain and a fan-out of N tasks, and per-task overhead (T_N - T1) / N is printed for each, with the ratio of the
-largest size to 100 tasks (linear: near 1). In the same run, on PostgreSQL, bench/floor.py (a minimal supervisor
-of no etl-craft code that forks one child per task and records claim and finish with plain SQL) gives the floor
-per task for each size and shape, measured right after etl-craft's run of that size and shape, and each etl-craft
-figure is printed as a multiple of it (issue 27: at most 2).
+chain and a fan-out of N tasks, and per-task overhead (T_N - T1) / N is printed for each. For each size above 1,000
+the ratio to 100 tasks is printed too (linear: near 1), against T1 and T_100 measured around the large runs (three
+runs each before every run of the large size and after the last one): a 10,000-task run takes minutes, and this
+machine's speed drifts by more than the target's margin between figures taken apart. In the same run, on
+PostgreSQL, bench/floor.py (a minimal supervisor of no etl-craft code that forks one child per task and records
+claim and finish with plain SQL) gives the floor per task for each size and shape, measured right after etl-craft's
+run of that size and shape, and each etl-craft figure is printed as a multiple of it (issue 27: at most 2).
 
 Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 T1 and T_N are the median of --repeat runs (T1, and T_N up to 1,000 tasks, of at least three: a run of a few
-seconds moves most with the machine's load, and the largest size's ratio is taken to it). The Engine DB is never
-analyzed by hand.
+seconds moves most with the machine's load). The Engine DB is never analyzed by hand.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,59 +143,105 @@ def check_run(engine: sa.Engine, schema: str, pipeline: str, tasks: int) -> None
                          f"process(es); expected SUCCESS with {tasks} attempts in {tasks} processes")
 
 
+BASE = 100  # the size the largest sizes' per-task overhead is compared with (issue 27: at most 1.2 times)
+LARGE = 1000  # sizes above it are measured with BASE around them
+
+
+@dataclass(frozen=True)
+class Linearity:
+    """Per-task overhead at a large size against BASE tasks measured around it: before each run of the large size
+    and after it, so that the machine's drift over a run of several minutes moves both alike."""
+    system: str
+    shape: str
+    large: Figure
+    base: Figure  # T1 and T_BASE: the medians of the runs around the large ones
+
+    @property
+    def ratio(self) -> float:
+        return self.large.per_task / self.base.per_task
+
+
+def sized(system: str, shape: str, once: Callable[[int], float], n: int, times: int, t1: float,
+          linear: list[Linearity]) -> Figure:
+    """`system`'s figure for `n` tasks of `shape` (`once(count)` times one run of `count` tasks). Above 1,000 tasks,
+    T1 and T_BASE are measured again (three runs each) before each of the `times` runs of `n` tasks and after the
+    last, and the ratio to BASE goes to `linear`."""
+    if n <= LARGE:
+        return Figure(system, shape, t1, statistics.median(once(n) for _ in range(times)), n)
+    ones: list[float] = []
+    bases: list[float] = []
+    larges: list[float] = []
+
+    def around() -> None:
+        ones.extend(once(1) for _ in range(3))
+        bases.extend(once(BASE) for _ in range(3))
+
+    around()
+    for _ in range(times):
+        larges.append(once(n))
+        around()
+    t1_around = statistics.median(ones)
+    large = Figure(system, shape, t1_around, statistics.median(larges), n)
+    linear.append(Linearity(system, shape, large, Figure(system, shape, t1_around, statistics.median(bases), BASE)))
+    return large
+
+
 def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: int,
-            with_floor: bool) -> tuple[list[Figure], list[Figure]]:
+            with_floor: bool) -> tuple[list[Figure], list[Figure], list[Linearity]]:
     """etl-craft's figures for each size and shape on `dialect`; on PostgreSQL with `with_floor`, the floor's too,
-    each right after etl-craft's of the same size and shape (in the same database)."""
+    each right after etl-craft's of the same size and shape (in the same database); and for each size above 1,000
+    the ratio to BASE tasks measured around it."""
     database = f"etlcraft_bench_{uuid.uuid4().hex[:8]}" if dialect == "postgresql" else None
     engine_url = make_url(ADMIN).set(database=database).render_as_string(hide_password=False) if database else None
     if database:
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{database}"')
     try:
-        project = write_project(workdir / dialect, engine_url, sizes, slots)
+        project = write_project(workdir / dialect, engine_url, sorted({*sizes, BASE}), slots)
         etl_craft(project, "migrate")
         engine = sa.create_engine(engine_url or f"sqlite:///{project / '.etl-craft' / 'engine.db'}")
         schema = "etl_craft" if database else ""
-
-        def timed(pipeline: str, count: int, times: int) -> float:
-            seconds = []
-            for _ in range(times):
-                seconds.append(etl_craft(project, "run", "--pipeline-code", pipeline))
-                check_run(engine, schema, pipeline, count)
-            return statistics.median(seconds)
-
-        t1 = timed("one1", 1, max(3, repeat))
         dsn = (make_url(engine_url).set(drivername="postgresql").render_as_string(hide_password=False)
                if engine_url else "")
         figures: list[Figure] = []
         floors: list[Figure] = []
-        floor_t1: dict[str, float] = {}
+        linear: list[Linearity] = []
+        t1: dict[str, float] = {}
         for n in sizes:
             for shape in ("chain", "fanout"):
+                def run(count: int, shape: str = shape) -> float:
+                    pipeline = "one1" if count == 1 else f"{shape}{count}"
+                    seconds = etl_craft(project, "run", "--pipeline-code", pipeline)
+                    check_run(engine, schema, pipeline, count)
+                    return seconds
+
+                def floor_run(count: int, shape: str = shape) -> float:
+                    return floor.supervise(dsn, shape, count, slots)
+
                 times = repeat if n > 1000 else max(3, repeat)  # a short run's time moves most with the machine
-                figures.append(Figure(dialect, shape, t1, timed(f"{shape}{n}", n, times), n))
+                if "etl-craft" not in t1:
+                    t1["etl-craft"] = statistics.median(run(1) for _ in range(max(3, repeat)))
+                figures.append(sized(dialect, shape, run, n, times, t1["etl-craft"], linear))
                 print(f"measured {dialect} {shape} {n}: {figures[-1].per_task:.4f} s per task", flush=True)
                 if not (database and with_floor):
                     continue
                 # The floor of the same size and shape right after: this machine's speed drifts by 15 % or more
                 # over a run of the bench, and a ratio is only fair between figures measured together.
-                if shape not in floor_t1:
-                    floor_t1[shape] = statistics.median(floor.supervise(dsn, shape, 1, slots)
-                                                        for _ in range(max(3, repeat)))
-                fn = statistics.median(floor.supervise(dsn, shape, n, slots) for _ in range(times))
-                floors.append(Figure("floor", shape, floor_t1[shape], fn, n))
+                if shape not in t1:
+                    t1[shape] = statistics.median(floor_run(1) for _ in range(max(3, repeat)))
+                floors.append(sized("floor", shape, floor_run, n, times, t1[shape], linear))
                 print(f"measured floor {shape} {n}: {floors[-1].per_task:.4f} s per task", flush=True)
         engine.dispose()
-        return figures, floors
+        return figures, floors, linear
     finally:
         if database:
             with psycopg.connect(ADMIN, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
-def report(figures: list[Figure], floors: list[Figure], bare: float) -> None:
-    """Per size and shape: overhead per task, x bare spawn, x the floor (PostgreSQL), and largest-vs-100 ratios."""
+def report(figures: list[Figure], floors: list[Figure], linear: list[Linearity], bare: float) -> None:
+    """Per size and shape: overhead per task, x bare spawn, x the floor (PostgreSQL); each large size's ratio to
+    BASE tasks measured around it."""
     by_floor = {(f.shape, f.tasks): f.per_task for f in floors}
     print(f"\n{'dialect':<11} {'shape':<7} {'tasks':>6} {'T1 s':>6} {'TN s':>8} {'overhead/task s':>16} "
           f"{'x bare spawn':>13} {'x floor':>8}")
@@ -202,14 +250,13 @@ def report(figures: list[Figure], floors: list[Figure], bare: float) -> None:
         versus = f"{f.per_task / base:>8.2f}" if base else f"{'':>8}"
         print(f"{f.dialect:<11} {f.shape:<7} {f.tasks:>6} {f.t1:>6.2f} {f.tn:>8.2f} {f.per_task:>16.4f} "
               f"{f.per_task / bare:>13.2f} {versus}")
-    largest = max(f.tasks for f in figures)
-    if largest > 100 and any(f.tasks == 100 for f in figures):
-        print(f"\nper-task overhead at {largest} tasks / at 100 tasks (issue 27: at most 1.2)")
-        for f in figures + floors:
-            if f.tasks == largest:
-                base100 = next(g for g in figures + floors
-                               if (g.dialect, g.shape, g.tasks) == (f.dialect, f.shape, 100))
-                print(f"{f.dialect:<11} {f.shape:<7} {f.per_task / base100.per_task:.2f}")
+    if linear:
+        print(f"\nper-task overhead at N tasks / at {BASE} tasks measured around it (issue 27: at most 1.2)")
+        print(f"{'dialect':<11} {'shape':<7} {'tasks':>6} {'T1 s':>6} {f'T{BASE} s':>8} {f'{BASE}: /task s':>14} "
+              f"{'N: /task s':>11} {'ratio':>6}")
+        for lin in linear:
+            print(f"{lin.system:<11} {lin.shape:<7} {lin.large.tasks:>6} {lin.base.t1:>6.2f} {lin.base.tn:>8.2f} "
+                  f"{lin.base.per_task:>14.4f} {lin.large.per_task:>11.4f} {lin.ratio:>6.2f}")
 
 
 def main() -> None:
@@ -225,18 +272,21 @@ def main() -> None:
     heavy = spawn_seconds("import sqlalchemy, yaml", 100)
     figures: list[Figure] = []
     floors: list[Figure] = []
+    linear: list[Linearity] = []
     with tempfile.TemporaryDirectory(prefix="etlcraft-bench-") as tmp:
         for dialect in args.dialects.split(","):
-            found, floor_found = measure(dialect, Path(tmp), sizes, args.repeat, args.slots, not args.no_floor)
+            found, floor_found, linear_found = measure(dialect, Path(tmp), sizes, args.repeat, args.slots,
+                                                       not args.no_floor)
             figures += found
             floors += floor_found
+            linear += linear_found
     bare_after = spawn_seconds("pass", 100)
     bare = (bare_before + bare_after) / 2
     print(f"python3 -c pass: {bare:.4f} s per spawn (100 spawns before the runs: {bare_before:.4f} s, 100 after: "
           f"{bare_after:.4f} s)")
     print(f"python3 -c 'import sqlalchemy, yaml': {heavy:.4f} s per spawn (100 spawns)")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    report(figures, floors, bare)
+    report(figures, floors, linear, bare)
 
 
 if __name__ == "__main__":
