@@ -13,9 +13,9 @@ in a process of its own. Orchestration overhead per task is (T_N - T1) / N, in s
 
 --tasks takes one size or several (for issue 27: 10,100,1000,10000; the default stays quick): each size N gets a
 chain and a fan-out of N tasks, and per-task overhead (T_N - T1) / N is printed for each. For each size above 1,000
-the ratio to 100 tasks is printed too (linear: near 1), against T1 and T_100 measured around the large runs (three
-runs each before every run of the large size and after the last one): a 10,000-task run takes minutes, and this
-machine's speed drifts by more than the target's margin between figures taken apart. In the same run, on
+the ratio to 100 tasks is printed too (linear: near 1): each large run against T1 and T_100 measured right before
+and right after it (three and five runs), the median over --repeat large runs; a 10,000-task run takes minutes, and
+this machine's speed drifts by more than the target's margin between figures taken apart. In the same run, on
 PostgreSQL, bench/floor.py (a minimal supervisor of no etl-craft code that forks one child per task and records
 claim and finish with plain SQL) gives the floor per task for each size and shape, measured right after etl-craft's
 run of that size and shape, and each etl-craft figure is printed as a multiple of it (issue 27: at most 2).
@@ -149,40 +149,51 @@ LARGE = 1000  # sizes above it are measured with BASE around them
 
 @dataclass(frozen=True)
 class Linearity:
-    """Per-task overhead at a large size against BASE tasks measured around it: before each run of the large size
-    and after it, so that the machine's drift over a run of several minutes moves both alike."""
+    """Per-task overhead at a large size against BASE tasks measured around it: each run of the large size is
+    compared with the BASE-task figures measured right before and right after it, so that the machine's drift
+    over a run of several minutes moves both alike."""
     system: str
     shape: str
-    large: Figure
+    large: Figure  # T_N: the median of the large runs; T1: the median of the runs around them
     base: Figure  # T1 and T_BASE: the medians of the runs around the large ones
+    ratios: tuple[float, ...]  # each large run's per-task overhead / the mean of the BASE figures either side of it
 
     @property
     def ratio(self) -> float:
-        return self.large.per_task / self.base.per_task
+        return statistics.median(self.ratios)
+
+
+AROUND_ONES, AROUND_BASES = 3, 5  # runs of 1 and of BASE tasks before each large run and after the last
 
 
 def sized(system: str, shape: str, once: Callable[[int], float], n: int, times: int, t1: float,
           linear: list[Linearity]) -> Figure:
-    """`system`'s figure for `n` tasks of `shape` (`once(count)` times one run of `count` tasks). Above 1,000 tasks,
-    T1 and T_BASE are measured again (three runs each) before each of the `times` runs of `n` tasks and after the
-    last, and the ratio to BASE goes to `linear`."""
+    """`system`'s figure for `n` tasks of `shape` (`once(count)` times one run of `count` tasks). Above LARGE tasks,
+    T1 and T_BASE are measured again before each of the `times` runs of `n` tasks and after the last, and each
+    large run's ratio to the BASE figures either side of it goes to `linear`."""
     if n <= LARGE:
         return Figure(system, shape, t1, statistics.median(once(n) for _ in range(times)), n)
-    ones: list[float] = []
-    bases: list[float] = []
+    groups: list[tuple[float, float]] = []  # (T1, T_BASE) medians of each group of runs around the large ones
     larges: list[float] = []
 
     def around() -> None:
-        ones.extend(once(1) for _ in range(3))
-        bases.extend(once(BASE) for _ in range(3))
+        ones = statistics.median(once(1) for _ in range(AROUND_ONES))
+        groups.append((ones, statistics.median(once(BASE) for _ in range(AROUND_BASES))))
 
     around()
     for _ in range(times):
         larges.append(once(n))
         around()
-    t1_around = statistics.median(ones)
+    ratios = []
+    for i, seconds in enumerate(larges):
+        (one_before, base_before), (one_after, base_after) = groups[i], groups[i + 1]
+        per_task = (seconds - (one_before + one_after) / 2) / n
+        base_per_task = ((base_before - one_before) + (base_after - one_after)) / 2 / BASE
+        ratios.append(per_task / base_per_task)
+    t1_around = statistics.median(g[0] for g in groups)
     large = Figure(system, shape, t1_around, statistics.median(larges), n)
-    linear.append(Linearity(system, shape, large, Figure(system, shape, t1_around, statistics.median(bases), BASE)))
+    base = Figure(system, shape, t1_around, statistics.median(g[1] for g in groups), BASE)
+    linear.append(Linearity(system, shape, large, base, tuple(ratios)))
     return large
 
 
@@ -253,10 +264,11 @@ def report(figures: list[Figure], floors: list[Figure], linear: list[Linearity],
     if linear:
         print(f"\nper-task overhead at N tasks / at {BASE} tasks measured around it (issue 27: at most 1.2)")
         print(f"{'dialect':<11} {'shape':<7} {'tasks':>6} {'T1 s':>6} {f'T{BASE} s':>8} {f'{BASE}: /task s':>14} "
-              f"{'N: /task s':>11} {'ratio':>6}")
+              f"{'N: /task s':>11} {'ratio':>6}  each large run's ratio to the {BASE}-task runs either side")
         for lin in linear:
             print(f"{lin.system:<11} {lin.shape:<7} {lin.large.tasks:>6} {lin.base.t1:>6.2f} {lin.base.tn:>8.2f} "
-                  f"{lin.base.per_task:>14.4f} {lin.large.per_task:>11.4f} {lin.ratio:>6.2f}")
+                  f"{lin.base.per_task:>14.4f} {lin.large.per_task:>11.4f} {lin.ratio:>6.2f}  "
+                  f"{' '.join(f'{r:.2f}' for r in lin.ratios)}")
 
 
 def main() -> None:
