@@ -15,10 +15,11 @@ in a process of its own. Orchestration overhead per task is (T_N - T1) / N, in s
 chain and a fan-out of N tasks, and per-task overhead (T_N - T1) / N is printed for each. For each size above 1,000
 the ratio to 100 tasks is printed too (linear: near 1): each large run against T1 and T_100 measured right before
 and right after it (three and five runs), the median over --repeat large runs; a 10,000-task run takes minutes, and
-this machine's speed drifts by more than the target's margin between figures taken apart. In the same run, on
-PostgreSQL, bench/floor.py (a minimal supervisor of no etl-craft code that forks one child per task and records
-claim and finish with plain SQL) gives the floor per task for each size and shape, measured right after etl-craft's
-run of that size and shape, and each etl-craft figure is printed as a multiple of it (issue 27: at most 2).
+this machine's speed drifts by more than the target's margin between figures taken apart. Each large run also prints
+the median time between two attempts' starts in each fifth of it: a link's cost early and late in one run. In the
+same run, on PostgreSQL, bench/floor.py (a minimal supervisor of no etl-craft code that forks one child per task and
+records claim and finish with plain SQL) gives the floor per task for each size and shape, measured right after etl-
+craft's run of that size and shape, and each etl-craft figure is printed as a multiple of it (issue 27: at most 2).
 
 Uses ETL_CRAFT_TEST_PG_URL (default postgresql://root@127.0.0.1:5432/test) to create and drop its database.
 T1 and T_N are the median of --repeat runs (T1, and T_N up to 1,000 tasks, of at least three: a run of a few
@@ -28,6 +29,7 @@ seconds moves most with the machine's load). The Engine DB is never analyzed by 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -37,6 +39,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import psycopg
@@ -197,6 +200,23 @@ def sized(system: str, shape: str, once: Callable[[int], float], n: int, times: 
     return large
 
 
+def start_gaps(engine: sa.Engine, schema: str, pipeline: str, parts: int = 5) -> list[float]:
+    """The median time between one attempt's start and the next's, in ms, in each of `parts` equal parts of the
+    pipeline's latest run (in order of start): the cost of a link early and late in one run, taken minutes apart at
+    most, where the machine's drift between runs does not enter."""
+    q = f"{schema}." if schema else ""
+    with engine.connect() as conn:
+        starts = [row[0] for row in conn.execute(sa.text(
+            f"SELECT a.STARTED_AT FROM {q}AUD_TASK_ATTEMPTS a JOIN {q}AUD_TASK_RUN_LOG t ON t.TASK_RUN_ID = "
+            f"a.TASK_RUN_ID WHERE t.PIPELINE_RUN_ID = (SELECT MAX(r.PIPELINE_RUN_ID) FROM {q}AUD_PIPELINES_RUN_LOG r "
+            f"JOIN {q}CFG_PIPELINES p ON p.PIPELINE_ID = r.PIPELINE_ID WHERE p.PIPELINE_CODE = :code) "
+            "ORDER BY a.STARTED_AT"), {"code": pipeline})]
+    moments = [s if isinstance(s, datetime) else datetime.fromisoformat(s) for s in starts]
+    gaps = [(b - a).total_seconds() * 1000 for a, b in itertools.pairwise(moments)]
+    size = max(len(gaps) // parts, 1)
+    return [statistics.median(gaps[i:i + size]) for i in range(0, size * parts, size) if gaps[i:i + size]]
+
+
 def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: int,
             with_floor: bool) -> tuple[list[Figure], list[Figure], list[Linearity]]:
     """etl-craft's figures for each size and shape on `dialect`; on PostgreSQL with `with_floor`, the floor's too,
@@ -224,6 +244,10 @@ def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: i
                     pipeline = "one1" if count == 1 else f"{shape}{count}"
                     seconds = etl_craft(project, "run", "--pipeline-code", pipeline)
                     check_run(engine, schema, pipeline, count)
+                    if count > LARGE:
+                        print(f"  {dialect} {pipeline} in {seconds:.1f} s; median ms between starts in each fifth of "
+                              f"the run: {' '.join(f'{g:.2f}' for g in start_gaps(engine, schema, pipeline))}",
+                              flush=True)
                     return seconds
 
                 def floor_run(count: int, shape: str = shape) -> float:
