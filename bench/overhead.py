@@ -29,6 +29,7 @@ seconds moves most with the machine's load). The Engine DB is never analyzed by 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import statistics
@@ -234,37 +235,33 @@ def measure(dialect: str, workdir: Path, sizes: list[int], repeat: int, slots: i
         schema = "etl_craft" if database else ""
         dsn = (make_url(engine_url).set(drivername="postgresql").render_as_string(hide_password=False)
                if engine_url else "")
+        def run(count: int, shape: str) -> float:
+            pipeline = "one1" if count == 1 else f"{shape}{count}"
+            seconds = etl_craft(project, "run", "--pipeline-code", pipeline)
+            check_run(engine, schema, pipeline, count)
+            if count > LARGE:
+                print(f"  {dialect} {pipeline} in {seconds:.1f} s; median ms between starts in each fifth of the run: "
+                      f"{' '.join(f'{g:.2f}' for g in start_gaps(engine, schema, pipeline))}", flush=True)
+            return seconds
+
+        t1 = statistics.median(run(1, "one") for _ in range(max(3, repeat)))
         figures: list[Figure] = []
         floors: list[Figure] = []
         linear: list[Linearity] = []
-        t1: dict[str, float] = {}
+        floor_t1: dict[str, float] = {}
         for n in sizes:
             for shape in ("chain", "fanout"):
-                def run(count: int, shape: str = shape) -> float:
-                    pipeline = "one1" if count == 1 else f"{shape}{count}"
-                    seconds = etl_craft(project, "run", "--pipeline-code", pipeline)
-                    check_run(engine, schema, pipeline, count)
-                    if count > LARGE:
-                        print(f"  {dialect} {pipeline} in {seconds:.1f} s; median ms between starts in each fifth of "
-                              f"the run: {' '.join(f'{g:.2f}' for g in start_gaps(engine, schema, pipeline))}",
-                              flush=True)
-                    return seconds
-
-                def floor_run(count: int, shape: str = shape) -> float:
-                    return floor.supervise(dsn, shape, count, slots)
-
-                times = repeat if n > 1000 else max(3, repeat)  # a short run's time moves most with the machine
-                if "etl-craft" not in t1:
-                    t1["etl-craft"] = statistics.median(run(1) for _ in range(max(3, repeat)))
-                figures.append(sized(dialect, shape, run, n, times, t1["etl-craft"], linear))
+                times = repeat if n > LARGE else max(3, repeat)  # a short run's time moves most with the machine
+                figures.append(sized(dialect, shape, functools.partial(run, shape=shape), n, times, t1, linear))
                 print(f"measured {dialect} {shape} {n}: {figures[-1].per_task:.4f} s per task", flush=True)
                 if not (database and with_floor):
                     continue
                 # The floor of the same size and shape right after: this machine's speed drifts by 15 % or more
                 # over a run of the bench, and a ratio is only fair between figures measured together.
-                if shape not in t1:
-                    t1[shape] = statistics.median(floor_run(1) for _ in range(max(3, repeat)))
-                floors.append(sized("floor", shape, floor_run, n, times, t1[shape], linear))
+                floor_run = functools.partial(floor.supervise, dsn, shape, slots=slots)
+                if shape not in floor_t1:
+                    floor_t1[shape] = statistics.median(floor_run(1) for _ in range(max(3, repeat)))
+                floors.append(sized("floor", shape, floor_run, n, times, floor_t1[shape], linear))
                 print(f"measured floor {shape} {n}: {floors[-1].per_task:.4f} s per task", flush=True)
         engine.dispose()
         return figures, floors, linear
